@@ -1,0 +1,44 @@
+GO ?= go
+BIN := bin
+PLUGINS := fs session
+EXAMPLES := clock
+
+.PHONY: all build run test bench proto clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/agenthost ./cmd/agenthost
+	@for p in $(PLUGINS); do \
+		echo "$(GO) build -o $(BIN)/plugins/agenthost-plugin-$$p ./plugins/$$p"; \
+		$(GO) build -o $(BIN)/plugins/agenthost-plugin-$$p ./plugins/$$p || exit 1; \
+	done
+
+# run builds everything, lists the tools the plugins serve, and makes one
+# real call through a plugin process.
+run: build
+	$(BIN)/agenthost tools
+	@echo
+	$(BIN)/agenthost call read_file '{"path":"README.md","limit":12}'
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# proto regenerates the committed protocol code. It needs protoc (Debian's
+# protobuf-compiler) and the two Go generators below.
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --proto_path=sdk/toolv1 \
+		--go_out=sdk/toolv1 --go_opt=paths=source_relative \
+		--go-grpc_out=sdk/toolv1 --go-grpc_opt=paths=source_relative \
+		tool.proto
+
+clean:
+	rm -rf $(BIN)

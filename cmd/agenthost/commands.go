@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+func toolsCommand() *command {
+	var asJSON bool
+	return &command{
+		usage: "agenthost tools [--json]",
+		flags: func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the list as JSON") },
+		run: func(ctx context.Context, env *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("tools takes no arguments")
+			}
+			tools := env.registry.Tools()
+			if asJSON {
+				return writeJSON(env.stdout, toolsJSON(tools))
+			}
+			tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATUS\tPLUGIN\tDESCRIPTION")
+			for _, t := range tools {
+				status := "enabled"
+				if !t.Enabled {
+					status = "disabled"
+				}
+				plugin := t.Plugin
+				if plugin == "" {
+					plugin = "(in-process)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, status, plugin, summary(t.Description, 72))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+type toolJSON struct {
+	Name        string           `json:"name"`
+	Enabled     bool             `json:"enabled"`
+	Plugin      string           `json:"plugin"`
+	Description string           `json:"description"`
+	Annotations host.Annotations `json:"annotations"`
+}
+
+func toolsJSON(tools []host.ToolInfo) []toolJSON {
+	out := make([]toolJSON, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, toolJSON{Name: t.Name, Enabled: t.Enabled, Plugin: t.Plugin, Description: t.Description, Annotations: t.Annotations})
+	}
+	return out
+}
+
+func schemasCommand() *command {
+	return &command{
+		usage: "agenthost schemas",
+		run: func(ctx context.Context, env *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("schemas takes no arguments")
+			}
+			return writeJSON(env.stdout, env.registry.EnabledSchemas())
+		},
+	}
+}
+
+func callCommand() *command {
+	return &command{
+		usage: "agenthost call NAME [ARGS_JSON | -]",
+		run: func(ctx context.Context, env *env, args []string) error {
+			if len(args) == 0 || len(args) > 2 {
+				return usagef("call takes a tool name and, optionally, its arguments as JSON")
+			}
+			name, input := args[0], "{}"
+			if len(args) == 2 {
+				input = args[1]
+			}
+			if input == "-" {
+				data, err := io.ReadAll(env.stdin)
+				if err != nil {
+					return fmt.Errorf("reading the arguments from stdin: %w", err)
+				}
+				input = string(data)
+			}
+			result := env.registry.Execute(ctx, name, json.RawMessage(input))
+			if host.IsError(result) {
+				fmt.Fprintln(env.stderr, result)
+				return errToolFailed
+			}
+			fmt.Fprint(env.stdout, result)
+			if !strings.HasSuffix(result, "\n") {
+				fmt.Fprintln(env.stdout)
+			}
+			return nil
+		},
+	}
+}
+
+func pluginsCommand() *command {
+	return &command{
+		usage: "agenthost plugins",
+		run: func(ctx context.Context, env *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("plugins takes no arguments")
+			}
+			reports := env.registry.Plugins()
+			if len(reports) == 0 {
+				fmt.Fprintln(env.stdout, "no plugin binaries found")
+				return nil
+			}
+			for _, r := range reports {
+				if r.Err != nil {
+					fmt.Fprintf(env.stdout, "%s\n  skipped: %v\n", r.Path, r.Err)
+					continue
+				}
+				fmt.Fprintf(env.stdout, "%s\n  %s %s (protocol 1.%d)\n  tools: %s\n", r.Path, r.Name, r.Version, r.ProtocolMinor, strings.Join(r.Tools, ", "))
+				for _, why := range r.Refused {
+					fmt.Fprintf(env.stdout, "  refused: %s\n", why)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// summary is the first sentence of a description, cut to max runes.
+func summary(desc string, max int) string {
+	desc = strings.Join(strings.Fields(desc), " ")
+	if i := strings.Index(desc, ". "); i >= 0 {
+		desc = desc[:i+1]
+	}
+	if utf8.RuneCountInString(desc) <= max {
+		return desc
+	}
+	runes := []rune(desc)
+	return strings.TrimSpace(string(runes[:max-1])) + "…"
+}

@@ -1,0 +1,406 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/sdk"
+)
+
+// DefaultTimeout bounds a tool call whose tool has no timeout of its own.
+const DefaultTimeout = 30 * time.Second
+
+// Registration errors, for errors.Is.
+var (
+	// ErrToolExists: a tool of that name is registered already.
+	ErrToolExists = errors.New("tool already exists")
+	// ErrInvalidTool: the tool's name or schema is malformed.
+	ErrInvalidTool = errors.New("invalid tool")
+	// ErrToolNotFound: no tool of that name is registered.
+	ErrToolNotFound = errors.New("tool not found")
+)
+
+// Options configure a [ToolRegistry]. The zero value works.
+type Options struct {
+	// ToolContext is the agent state that tools may ask for. It may be
+	// set later with SetToolContext; nil means tools that ask get
+	// sdk.ErrNoHostState.
+	ToolContext ToolContext
+
+	// Logger receives operator messages: plugins skipped, tools refused,
+	// plugin output. Nil means hclog's default logger.
+	Logger hclog.Logger
+
+	// Timeout bounds every call that has no timeout of its own (see
+	// SetTimeout). Zero means DefaultTimeout.
+	Timeout time.Duration
+
+	// PluginStartTimeout bounds a plugin's launch and handshake. Zero
+	// means 10 seconds.
+	PluginStartTimeout time.Duration
+}
+
+// ToolRegistry holds the tools an agent may call, in registration order,
+// each enabled or disabled, and runs them. It is safe for concurrent use.
+//
+// Execute never returns a Go error: a tool failure is text for the model
+// (see Execute). Registration problems are Go errors for the programmer or
+// operator.
+type ToolRegistry struct {
+	logger       hclog.Logger
+	startTimeout time.Duration
+
+	mu       sync.RWMutex
+	entries  map[string]*entry
+	order    []string
+	toolCtx  ToolContext
+	timeout  time.Duration
+	plugins  []*pluginProcess
+	reports  []PluginReport
+	isClosed bool
+}
+
+type entry struct {
+	tool    ExecutableTool
+	schema  ChatTool
+	params  *jsonschema.Resolved
+	ann     Annotations
+	plugin  string
+	enabled bool
+	timeout time.Duration
+}
+
+// NewToolRegistry returns an empty registry. opts may be nil.
+func NewToolRegistry(opts *Options) *ToolRegistry {
+	if opts == nil {
+		opts = &Options{}
+	}
+	r := &ToolRegistry{
+		logger:       opts.Logger,
+		startTimeout: opts.PluginStartTimeout,
+		entries:      map[string]*entry{},
+		toolCtx:      opts.ToolContext,
+		timeout:      opts.Timeout,
+	}
+	if r.logger == nil {
+		r.logger = hclog.Default()
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
+	if r.startTimeout <= 0 {
+		r.startTimeout = 10 * time.Second
+	}
+	return r
+}
+
+// SetToolContext sets the agent state that tools may ask for.
+func (r *ToolRegistry) SetToolContext(tc ToolContext) {
+	r.mu.Lock()
+	r.toolCtx = tc
+	r.mu.Unlock()
+}
+
+// Register adds a tool. It is enabled unless its annotations say opt-in.
+//
+// Register refuses a tool whose name does not match ^[a-zA-Z0-9_-]{1,64}$,
+// whose schema names another function or has parameters that are not a
+// JSON Schema object, and a tool whose name is taken.
+func (r *ToolRegistry) Register(tool ExecutableTool) error {
+	e, err := newEntry(tool)
+	if err != nil {
+		return err
+	}
+	return r.add(e)
+}
+
+func newEntry(tool ExecutableTool) (*entry, error) {
+	name := tool.Name()
+	if !sdk.ValidName(name) {
+		return nil, fmt.Errorf("%w: name %q must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, name)
+	}
+	schema := tool.Schema()
+	if schema.Type != "function" {
+		return nil, fmt.Errorf("%w: %s: schema type is %q, not \"function\"", ErrInvalidTool, name, schema.Type)
+	}
+	if schema.Function.Name != name {
+		return nil, fmt.Errorf("%w: %s: schema describes function %q", ErrInvalidTool, name, schema.Function.Name)
+	}
+	params, err := resolveParameters(schema.Function.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTool, name, err)
+	}
+	ann := sdk.AnnotationsOf(tool)
+	e := &entry{tool: tool, schema: schema, params: params, ann: ann, enabled: !ann.OptIn}
+	if pt, ok := tool.(*pluginTool); ok {
+		e.plugin = pt.proc.name
+	}
+	return e, nil
+}
+
+// resolveParameters checks that raw is a JSON Schema for an object and
+// prepares it for validation.
+func resolveParameters(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("no parameters schema")
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("parameters schema: %v", err)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("parameters schema has type %q, not \"object\"", s.Type)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("parameters schema: %v", err)
+	}
+	return resolved, nil
+}
+
+func (r *ToolRegistry) add(e *entry) error {
+	name := e.tool.Name()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.entries[name]; dup {
+		return fmt.Errorf("%w: %s (register it under a different name, such as %s_v2)", ErrToolExists, name, name)
+	}
+	r.entries[name] = e
+	r.order = append(r.order, name)
+	return nil
+}
+
+// Unregister removes a tool. Removing a tool that is not registered does
+// nothing.
+func (r *ToolRegistry) Unregister(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.entries[name]; !ok {
+		return
+	}
+	delete(r.entries, name)
+	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
+}
+
+// Enable makes a registered tool available to the model.
+func (r *ToolRegistry) Enable(name string) error { return r.setEnabled(name, true) }
+
+// Disable keeps a tool registered but hides it from the model and refuses
+// to run it.
+func (r *ToolRegistry) Disable(name string) error { return r.setEnabled(name, false) }
+
+func (r *ToolRegistry) setEnabled(name string, enabled bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrToolNotFound, name)
+	}
+	e.enabled = enabled
+	return nil
+}
+
+// SetTimeout sets the deadline of every call of one tool, overriding the
+// registry's default. Zero restores the default.
+func (r *ToolRegistry) SetTimeout(name string, d time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrToolNotFound, name)
+	}
+	e.timeout = d
+	return nil
+}
+
+// EnabledSchemas returns the schemas of the enabled tools, in registration
+// order: what a model request carries.
+func (r *ToolRegistry) EnabledSchemas() []ChatTool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	schemas := make([]ChatTool, 0, len(r.order))
+	for _, name := range r.order {
+		if e := r.entries[name]; e.enabled {
+			schemas = append(schemas, e.schema)
+		}
+	}
+	return schemas
+}
+
+// ToolNames returns the names of all registered tools, enabled or not, in
+// registration order.
+func (r *ToolRegistry) ToolNames() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.order)
+}
+
+// Tools describes every registered tool, in registration order.
+func (r *ToolRegistry) Tools() []ToolInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	infos := make([]ToolInfo, 0, len(r.order))
+	for _, name := range r.order {
+		e := r.entries[name]
+		infos = append(infos, ToolInfo{
+			Name:        name,
+			Description: e.schema.Function.Description,
+			Enabled:     e.enabled,
+			Annotations: e.ann,
+			Plugin:      e.plugin,
+		})
+	}
+	return infos
+}
+
+// Tool returns a registered tool.
+func (r *ToolRegistry) Tool(name string) (ExecutableTool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return nil, false
+	}
+	return e.tool, true
+}
+
+// HasTool reports whether a tool of that name is registered.
+func (r *ToolRegistry) HasTool(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.entries[name]
+	return ok
+}
+
+// IsToolEnabled reports whether a tool is registered and enabled.
+func (r *ToolRegistry) IsToolEnabled(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	return ok && e.enabled
+}
+
+// Execute runs a tool and returns what the model should read. Failures are
+// text too, in exactly these forms:
+//
+//	Error: tool not found: NAME
+//	Error: tool not available: NAME is disabled
+//	Error executing NAME: MESSAGE
+//
+// The last covers a tool's own error, a panic, arguments that do not
+// match the tool's schema (checked before the tool runs), the call's
+// deadline, cancellation, and a plugin that died. Use [IsError] to tell
+// failures from results.
+//
+// Every call has a deadline: the tool's timeout, else the registry's.
+// While the call runs, the tool may ask for the registry's ToolContext
+// through sdk.HostState.
+func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMessage) string {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	var enabled bool
+	timeout := r.timeout
+	if ok {
+		enabled = e.enabled
+		if e.timeout > 0 {
+			timeout = e.timeout
+		}
+	}
+	r.mu.RUnlock()
+	switch {
+	case !ok:
+		return "Error: tool not found: " + name
+	case !enabled:
+		return "Error: tool not available: " + name + " is disabled"
+	}
+
+	args = sdk.NormalizeArgs(args)
+	if err := sdk.ValidateArgs(e.params, args); err != nil {
+		return failure(name, err)
+	}
+	result, err := r.run(ctx, e.tool, args, timeout)
+	if err != nil {
+		return failure(name, err)
+	}
+	return result
+}
+
+func failure(name string, err error) string {
+	return "Error executing " + name + ": " + err.Error()
+}
+
+// IsError reports whether a result of Execute is one of its failure texts.
+func IsError(result string) bool {
+	return strings.HasPrefix(result, "Error: tool not found: ") ||
+		strings.HasPrefix(result, "Error: tool not available: ") ||
+		strings.HasPrefix(result, "Error executing ")
+}
+
+type outcome struct {
+	result string
+	err    error
+}
+
+// run executes tool under the deadline. A tool that ignores its context
+// is abandoned at the deadline: the caller gets the timeout, and the
+// tool's goroutine finishes on its own.
+func (r *ToolRegistry) run(ctx context.Context, tool ExecutableTool, args json.RawMessage, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctx = sdk.WithStateFunc(ctx, r.state)
+
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		res, err := tool.Execute(ctx, args)
+		done <- outcome{res, err}
+	}()
+
+	var o outcome
+	finished := false
+	select {
+	case o = <-done:
+		finished = true
+	case <-ctx.Done():
+	}
+	if finished && o.err == nil {
+		return o.result, nil
+	}
+	// A failure caused by the deadline or by cancellation says so, whatever
+	// the tool made of it.
+	switch ctxErr := ctx.Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return "", fmt.Errorf("timed out after %s", timeout)
+	case ctxErr != nil:
+		return "", errors.New("canceled")
+	}
+	return "", o.err
+}
+
+// state answers sdk.HostState for the tools this registry runs.
+func (r *ToolRegistry) state(context.Context) (sdk.State, error) {
+	r.mu.RLock()
+	tc := r.toolCtx
+	r.mu.RUnlock()
+	if tc == nil {
+		return sdk.State{}, sdk.ErrNoHostState
+	}
+	return sdk.State{
+		SystemPrompt:           tc.SystemPrompt(),
+		SessionContext:         tc.SessionContext(),
+		SessionContextFilePath: tc.SessionContextFilePath(),
+	}, nil
+}

@@ -1,0 +1,101 @@
+// Package wire holds what both ends of a plugin connection must agree on:
+// the go-plugin handshake, the plugin set, and the gRPC message limits. The
+// sdk serves it and the host dials it.
+package wire
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/agenthost/agenthost/sdk/toolv1"
+)
+
+const (
+	// ProtocolVersion is the go-plugin protocol version, the major version
+	// of the tool protocol.
+	ProtocolVersion = 1
+
+	// ProtocolMinor is the minor version of the tool protocol this tree
+	// speaks. Minor versions only add fields and methods.
+	ProtocolMinor = 0
+
+	// PluginName is the name under which a plugin serves the tool protocol.
+	PluginName = "tools"
+
+	// MaxMessageSize bounds one gRPC message, in either direction. It is
+	// raised far above gRPC's 4 MiB default so that large files and results
+	// travel in one call.
+	MaxMessageSize = 64 << 20
+
+	// maxMessageSize leaves room for the envelope around a payload of
+	// MaxMessageSize bytes.
+	maxMessageSize = MaxMessageSize + 1<<20
+)
+
+// Handshake is the go-plugin handshake. The cookie keeps a plugin binary
+// from being started by hand; it is not a security measure.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "AGENTHOST_PLUGIN",
+	MagicCookieValue: "d1f4a7c2-tool-binary",
+}
+
+// ServerOptions are the options of every gRPC server on either side.
+func ServerOptions(opts []grpc.ServerOption) []grpc.ServerOption {
+	return append(opts,
+		grpc.MaxRecvMsgSize(maxMessageSize),
+		grpc.MaxSendMsgSize(maxMessageSize),
+	)
+}
+
+// NewServer is a gRPC server factory for go-plugin and its broker.
+func NewServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(ServerOptions(opts)...)
+}
+
+// DialOptions are the options of every gRPC client connection on either
+// side.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(maxMessageSize),
+			grpc.MaxCallSendMsgSize(maxMessageSize),
+		),
+	}
+}
+
+// Client is the host's end of a plugin connection.
+type Client struct {
+	toolv1.ToolPluginClient
+	Broker *plugin.GRPCBroker
+}
+
+// Plugin is the go-plugin plugin of the tool protocol. A plugin sets Impl;
+// the host leaves it nil.
+type Plugin struct {
+	plugin.NetRPCUnsupportedPlugin
+
+	// Impl builds the plugin's service once the connection is up.
+	Impl func(broker *plugin.GRPCBroker) toolv1.ToolPluginServer
+}
+
+var _ plugin.GRPCPlugin = (*Plugin)(nil)
+
+// GRPCServer registers the plugin's service.
+func (p *Plugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
+	toolv1.RegisterToolPluginServer(s, p.Impl(broker))
+	return nil
+}
+
+// GRPCClient returns a *Client.
+func (p *Plugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return &Client{ToolPluginClient: toolv1.NewToolPluginClient(conn), Broker: broker}, nil
+}
+
+// PluginSets are the plugin sets by protocol version, for
+// VersionedPlugins on both sides.
+func PluginSets(p *Plugin) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
+}

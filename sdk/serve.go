@@ -1,0 +1,195 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/agenthost/agenthost/internal/wire"
+	"github.com/agenthost/agenthost/sdk/toolv1"
+)
+
+// Serve serves tools to the host that started this process, and returns
+// when the host closes the connection. A plugin's main is one call:
+//
+//	func main() { sdk.Serve(readFile, writeFile) }
+//
+// A panic inside a tool becomes that call's error; the plugin keeps
+// serving. Serve panics if two tools share a name or a tool's schema names
+// another function: both are programming errors.
+//
+// Run by hand rather than by a host, the binary says so and exits.
+func Serve(tools ...Tool) {
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name:       filepath.Base(os.Args[0]),
+		Level:      hclog.Trace,
+		Output:     os.Stderr,
+		JSONFormat: true,
+	})
+	srv := newServer(logger, tools)
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		VersionedPlugins: wire.PluginSets(&wire.Plugin{
+			Impl: func(broker *plugin.GRPCBroker) toolv1.ToolPluginServer {
+				srv.broker = broker
+				return srv
+			},
+		}),
+		GRPCServer: wire.NewServer,
+		Logger:     logger,
+	})
+}
+
+// server is the plugin's end of the tool protocol.
+type server struct {
+	toolv1.UnimplementedToolPluginServer
+
+	logger hclog.Logger
+	tools  []Tool
+	byName map[string]Tool
+	broker *plugin.GRPCBroker
+
+	mu    sync.Mutex
+	hosts map[uint32]toolv1.HostClient
+}
+
+func newServer(logger hclog.Logger, tools []Tool) *server {
+	s := &server{logger: logger, tools: tools, byName: make(map[string]Tool, len(tools)), hosts: map[uint32]toolv1.HostClient{}}
+	for _, t := range tools {
+		name := t.Name()
+		if !ValidName(name) {
+			panic(fmt.Sprintf("sdk.Serve: invalid tool name %q", name))
+		}
+		if fn := t.Schema().Function.Name; fn != name {
+			panic(fmt.Sprintf("sdk.Serve: tool %q has a schema for function %q", name, fn))
+		}
+		if _, dup := s.byName[name]; dup {
+			panic(fmt.Sprintf("sdk.Serve: two tools named %q", name))
+		}
+		s.byName[name] = t
+	}
+	return s
+}
+
+func (s *server) Describe(context.Context, *toolv1.DescribeRequest) (*toolv1.DescribeResponse, error) {
+	resp := &toolv1.DescribeResponse{
+		PluginName:    filepath.Base(os.Args[0]),
+		PluginVersion: buildVersion(),
+		ProtocolMinor: wire.ProtocolMinor,
+	}
+	for _, t := range s.tools {
+		resp.Tools = append(resp.Tools, toolSpec(t))
+	}
+	return resp, nil
+}
+
+func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*toolv1.ExecuteResponse, error) {
+	t, ok := s.byName[req.GetTool()]
+	if !ok {
+		return &toolv1.ExecuteResponse{Error: fmt.Sprintf("this plugin serves no tool named %q", req.GetTool())}, nil
+	}
+	ctx = withLogger(ctx, s.logger.Named(t.Name()))
+	if id := req.GetHostServiceId(); id != 0 {
+		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
+	}
+	result, err := s.run(ctx, t, req.GetArguments())
+	if err != nil {
+		return &toolv1.ExecuteResponse{Error: err.Error()}, nil
+	}
+	return &toolv1.ExecuteResponse{Result: result}, nil
+}
+
+// run executes t, turning a panic into the call's error.
+func (s *server) run(ctx context.Context, t Tool, args []byte) (result string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("tool panicked", "tool", t.Name(), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return t.Execute(ctx, NormalizeArgs(args))
+}
+
+// stateFunc asks the host's Host service, dialled once per broker id, for
+// the state of call callID.
+func (s *server) stateFunc(brokerID uint32, callID uint64) StateFunc {
+	return func(ctx context.Context) (State, error) {
+		host, err := s.host(brokerID)
+		if err != nil {
+			return State{}, err
+		}
+		resp, err := host.GetState(ctx, &toolv1.GetStateRequest{CallId: callID})
+		if status.Code(err) == codes.FailedPrecondition {
+			return State{}, ErrNoHostState
+		}
+		if err != nil {
+			return State{}, fmt.Errorf("asking the host for its state: %w", err)
+		}
+		return State{
+			SystemPrompt:           resp.GetSystemPrompt(),
+			SessionContext:         resp.GetSessionContext(),
+			SessionContextFilePath: resp.GetSessionContextFilePath(),
+		}, nil
+	}
+}
+
+func (s *server) host(brokerID uint32) (toolv1.HostClient, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.hosts[brokerID]; ok {
+		return c, nil
+	}
+	if s.broker == nil {
+		return nil, ErrNoHostState
+	}
+	conn, err := s.broker.DialWithOptions(brokerID, wire.DialOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the host: %w", err)
+	}
+	c := toolv1.NewHostClient(conn)
+	s.hosts[brokerID] = c
+	return c, nil
+}
+
+func toolSpec(t Tool) *toolv1.ToolSpec {
+	fn := t.Schema().Function
+	a := AnnotationsOf(t)
+	return &toolv1.ToolSpec{
+		Name:             t.Name(),
+		Description:      fn.Description,
+		ParametersSchema: fn.Parameters,
+		Annotations: &toolv1.Annotations{
+			ReadOnly:    a.ReadOnly,
+			Destructive: a.Destructive,
+			Idempotent:  a.Idempotent,
+			OpenWorld:   a.OpenWorld,
+		},
+		OptIn: a.OptIn,
+	}
+}
+
+// buildVersion is the main module's version, or its VCS revision, or
+// "dev".
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "dev-" + s.Value[:12]
+		}
+	}
+	return "dev"
+}

@@ -1,0 +1,149 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Info is what a tool says about itself.
+type Info struct {
+	// Name is the tool's name; it must match ^[a-zA-Z0-9_-]{1,64}$.
+	Name string
+	// Description tells the model what the tool does and when to use it.
+	Description string
+	// Annotations describe the tool's behaviour.
+	Annotations Annotations
+}
+
+// NewTool returns a Tool that runs handler with its arguments decoded into
+// an In, which must be a struct.
+//
+// The tool's parameter schema is inferred from In: each exported field is a
+// property named by its json tag, described by its jsonschema tag, and
+// required unless its json tag says omitempty or omitzero. Properties that
+// In does not have are refused. Arguments are validated against the schema
+// before handler runs, so handler sees only well-formed input; a
+// validation failure is the call's error.
+//
+// NewTool panics if info.Name is invalid or In has no JSON Schema: both are
+// programming errors, found the first time the plugin starts.
+func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string, error)) Tool {
+	if !ValidName(info.Name) {
+		panic(fmt.Sprintf("sdk.NewTool: invalid tool name %q: it must match %s", info.Name, namePattern))
+	}
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("sdk.NewTool(%q): inferring the input schema: %v", info.Name, err))
+	}
+	if schema.Type != "object" {
+		panic(fmt.Sprintf("sdk.NewTool(%q): the input type must be a struct, not %s", info.Name, schema.Type))
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("sdk.NewTool(%q): resolving the input schema: %v", info.Name, err))
+	}
+	params, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("sdk.NewTool(%q): encoding the input schema: %v", info.Name, err))
+	}
+	return &typedTool[In]{info: info, params: params, schema: resolved, handler: handler}
+}
+
+type typedTool[In any] struct {
+	info    Info
+	params  json.RawMessage
+	schema  *jsonschema.Resolved
+	handler func(context.Context, In) (string, error)
+}
+
+var (
+	_ Tool      = (*typedTool[struct{}])(nil)
+	_ Annotator = (*typedTool[struct{}])(nil)
+)
+
+func (t *typedTool[In]) Name() string { return t.info.Name }
+
+func (t *typedTool[In]) Schema() ChatTool {
+	return NewChatTool(t.info.Name, t.info.Description, t.params)
+}
+
+func (t *typedTool[In]) Annotations() Annotations { return t.info.Annotations }
+
+func (t *typedTool[In]) Execute(ctx context.Context, args json.RawMessage) (string, error) {
+	args = NormalizeArgs(args)
+	if err := ValidateArgs(t.schema, args); err != nil {
+		return "", err
+	}
+	var in In
+	if err := json.Unmarshal(args, &in); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	return t.handler(ctx, in)
+}
+
+// NormalizeArgs returns args with absent arguments ("", whitespace, null)
+// as the empty object.
+func NormalizeArgs(args json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// ValidateArgs checks JSON arguments against a resolved schema. Its error
+// starts with "invalid arguments: ".
+func ValidateArgs(schema *jsonschema.Resolved, args json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return fmt.Errorf("invalid arguments: not valid JSON: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("invalid arguments: expected a JSON object, got %s", jsonKind(v))
+	}
+	if err := schema.Validate(v); err != nil {
+		return fmt.Errorf("invalid arguments: %s", tidyValidationError(err))
+	}
+	return nil
+}
+
+// tidyValidationError drops the schema walk from a validation error:
+// "validating root: validating /properties/path: type: ..." becomes
+// "path: type: ...".
+func tidyValidationError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "validating root: ")
+	for strings.HasPrefix(msg, "validating /properties/") {
+		rest := strings.TrimPrefix(msg, "validating /properties/")
+		name, tail, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		msg = name + ": " + tail
+		if !strings.HasPrefix(tail, "validating ") {
+			break
+		}
+		msg = tail
+	}
+	return msg
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
