@@ -48,6 +48,7 @@ type instance struct {
 	client *plugin.Client
 	runner *groupRunner
 	conn   *wire.Client
+	stderr lastLine
 
 	hostOnce sync.Once
 	hostID   uint32
@@ -70,6 +71,7 @@ func (p *pluginProcess) instance() (*instance, error) {
 		if dead, _ := p.inst.runner.exited(); !dead && !p.inst.client.Exited() {
 			return p.inst, nil
 		}
+		p.logger.Warn("plugin exited; starting it again")
 		go p.inst.stop()
 		p.inst = nil
 	}
@@ -96,10 +98,12 @@ func (p *pluginProcess) launch() (*instance, error) {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     p.startTimeout,
 		GRPCDialOptions:  wire.DialOptions(),
-		Logger:           p.logger,
+		Logger:           quietLogger{p.logger},
+		Stderr:           &inst.stderr,
 	})
 	rpc, err := inst.client.Client()
 	if err != nil {
+		err = launchError(err, inst, p.startTimeout)
 		inst.stop()
 		return nil, err
 	}
@@ -172,6 +176,7 @@ func (p *pluginProcess) callError(ctx context.Context, inst *instance, err error
 	case <-time.After(250 * time.Millisecond):
 	}
 	p.discard(inst)
+	p.logger.Warn("plugin died during a call; the next call starts it again", "error", err)
 	if dead, how := inst.runner.exited(); dead {
 		if how == nil {
 			return fmt.Errorf("plugin %s exited during the call", p.name)

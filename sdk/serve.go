@@ -35,6 +35,7 @@ func Serve(tools ...Tool) {
 		JSONFormat: true,
 	})
 	srv := newServer(logger, tools)
+	exitWithHost()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{

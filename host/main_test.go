@@ -1,0 +1,168 @@
+package host_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
+)
+
+// The test binary doubles as a host process that tests can kill: see
+// runHostHelper.
+const helperEnv = "AGENTHOST_TEST_HOST_HELPER"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		runHostHelper(dir)
+		return
+	}
+	code := m.Run()
+	plugintest.Cleanup()
+	os.Exit(code)
+}
+
+// runHostHelper loads the plugins in dir, has the test plugin start a
+// child process, prints "PLUGIN <pid>" and "CHILD <pid>", and waits to be
+// killed.
+func runHostHelper(dir string) {
+	ctx := context.Background()
+	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println("PLUGIN", reg.Execute(ctx, "pid", nil))
+	fmt.Println("CHILD", reg.Execute(ctx, "spawn", nil))
+	select {}
+}
+
+// Plugins of this tree, by the name they are installed under.
+var pluginPackages = map[string]string{
+	"fs":      "./plugins/fs",
+	"session": "./plugins/session",
+	"test":    "./host/testdata/testplugin",
+	"zdup":    "./host/testdata/dupplugin",
+	"exit":    "./host/testdata/exitplugin",
+	"v2":      "./host/testdata/v2plugin",
+	"clock":   "./examples/clock",
+}
+
+// pluginDir returns a new plugins directory holding the named plugins.
+func pluginDir(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		pkg, ok := pluginPackages[n]
+		if !ok {
+			t.Fatalf("no plugin %q", n)
+		}
+		plugintest.Install(t, dir, host.PluginPrefix+n, pkg)
+	}
+	return dir
+}
+
+// logBuffer collects a registry's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// load builds a registry from dir and closes it when the test ends.
+func load(t *testing.T, dir string, opts *host.Options) *host.ToolRegistry {
+	t.Helper()
+	if opts == nil {
+		opts = &host.Options{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &logBuffer{}, Level: hclog.Warn})
+	}
+	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
+// call runs a tool that must succeed.
+func call(t *testing.T, reg *host.ToolRegistry, name, args string) string {
+	t.Helper()
+	out := reg.Execute(t.Context(), name, []byte(args))
+	if host.IsError(out) {
+		t.Fatalf("%s(%s): %s", name, args, out)
+	}
+	return out
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return n
+}
+
+// alive reports whether pid is a live process (not gone, not a zombie).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitGone waits until pid is no longer a live process, and fails the test
+// if it stays.
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) is still running", what, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readLines reads "KEY value" lines from the helper until it has every key.
+func readLines(t *testing.T, r *bufio.Scanner, keys ...string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for len(got) < len(keys) && r.Scan() {
+		k, v, _ := strings.Cut(r.Text(), " ")
+		got[k] = v
+	}
+	for _, k := range keys {
+		if _, ok := got[k]; !ok {
+			t.Fatalf("the helper did not report %s (got %v, err %v)", k, got, r.Err())
+		}
+	}
+	return got
+}

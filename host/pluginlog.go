@@ -1,0 +1,99 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// quietLogger is the logger go-plugin gets. go-plugin reports a plugin's
+// own log lines through Named loggers, which keep their levels; its own
+// lifecycle messages ("plugin process exited", "plugin failed to exit
+// gracefully") are demoted to debug, because the host reports what matters
+// of them itself, once, in its own words.
+type quietLogger struct {
+	hclog.Logger
+}
+
+func (l quietLogger) Info(msg string, args ...any)  { l.Logger.Debug(msg, args...) }
+func (l quietLogger) Warn(msg string, args ...any)  { l.Logger.Debug(msg, args...) }
+func (l quietLogger) Error(msg string, args ...any) { l.Logger.Debug(msg, args...) }
+
+func (l quietLogger) Log(level hclog.Level, msg string, args ...any) {
+	l.Logger.Debug(msg, args...)
+}
+
+// lastLine remembers the last non-empty line a plugin wrote to stderr, so
+// that a plugin that dies at start-up can be reported with its last words.
+// go-plugin writes it one line per call.
+type lastLine struct {
+	mu   sync.Mutex
+	line string
+}
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	s := strings.TrimSpace(string(p))
+	var entry struct {
+		Level   string `json:"@level"`
+		Message string `json:"@message"`
+	}
+	if json.Unmarshal(p, &entry) == nil {
+		// A log line of the sdk's logger: only its errors and warnings
+		// are last words.
+		s = ""
+		if entry.Level == "error" || entry.Level == "warn" {
+			s = entry.Message
+		}
+	}
+	if s != "" {
+		l.mu.Lock()
+		l.line = s
+		l.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+func (l *lastLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.line
+}
+
+// launchError turns go-plugin's start-up errors, which span several lines
+// and name no cause, into one line that says what went wrong.
+func launchError(err error, inst *instance, startTimeout time.Duration) error {
+	text := err.Error()
+	first, _, _ := strings.Cut(text, "\n")
+	switch {
+	case strings.Contains(text, "timeout while waiting for plugin to start"):
+		return fmt.Errorf("it did not complete the handshake within %s", startTimeout)
+	case strings.HasPrefix(text, "incompatible API version with plugin. "):
+		return fmt.Errorf("it speaks another protocol version: %s", strings.TrimPrefix(first, "incompatible API version with plugin. "))
+	case strings.HasPrefix(text, "Unrecognized remote plugin message: ") && first != "Unrecognized remote plugin message: ":
+		return fmt.Errorf("it is not an agenthost plugin: its first line of output was %q", strings.TrimPrefix(first, "Unrecognized remote plugin message: "))
+	case inst.runner == nil:
+		return errors.New(first)
+	}
+	// It closed its stdout without a word: it most likely exited.
+	select {
+	case <-inst.runner.done:
+	case <-time.After(time.Second):
+	}
+	dead, how := inst.runner.exited()
+	if !dead {
+		return errors.New("it closed its output without completing the handshake")
+	}
+	msg := "it exited during start-up"
+	if how != nil {
+		msg += " (" + how.Error() + ")"
+	}
+	if last := inst.stderr.String(); last != "" {
+		msg += ": " + last
+	}
+	return errors.New(msg)
+}

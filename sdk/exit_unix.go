@@ -1,0 +1,26 @@
+//go:build unix
+
+package sdk
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exitWithHost makes SIGTERM take the plugin's children down with it. The
+// host starts each plugin as the leader of its own process group and, on
+// Linux, asks the kernel to send it SIGTERM when the host dies, however it
+// dies; on that signal the plugin kills its whole group, so a process a
+// tool started does not outlive the host either.
+func exitWithHost() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	go func() {
+		<-ch
+		if pid := os.Getpid(); syscall.Getpgrp() == pid {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		os.Exit(128 + int(syscall.SIGTERM))
+	}()
+}
