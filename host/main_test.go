@@ -67,9 +67,14 @@ func pluginDir(t *testing.T, names ...string) string {
 		if !ok {
 			t.Fatalf("no plugin %q", n)
 		}
-		plugintest.Install(t, dir, host.PluginPrefix+n, pkg)
+		installPlugin(t, dir, n, pkg)
 	}
 	return dir
+}
+
+func installPlugin(t testing.TB, dir, name, pkg string) {
+	t.Helper()
+	plugintest.Install(t, dir, host.PluginPrefix+name, pkg)
 }
 
 // logBuffer collects a registry's log lines.

@@ -354,6 +354,12 @@ type outcome struct {
 // is abandoned at the deadline: the caller gets the timeout, and the
 // tool's goroutine finishes on its own.
 func (r *ToolRegistry) run(ctx context.Context, tool ExecutableTool, args json.RawMessage, timeout time.Duration) (string, error) {
+	// When the caller's deadline comes first, it is the one to report.
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < timeout {
+			timeout = max(left, 0).Round(time.Millisecond)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ctx = sdk.WithStateFunc(ctx, r.state)

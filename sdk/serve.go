@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -102,10 +103,12 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
 	}
 	result, err := s.run(ctx, t, req.GetArguments())
+	// Protobuf strings are UTF-8: bytes that are not reach the model as
+	// U+FFFD rather than break the response.
 	if err != nil {
-		return &toolv1.ExecuteResponse{Error: err.Error()}, nil
+		return &toolv1.ExecuteResponse{Error: strings.ToValidUTF8(err.Error(), "\uFFFD")}, nil
 	}
-	return &toolv1.ExecuteResponse{Result: result}, nil
+	return &toolv1.ExecuteResponse{Result: strings.ToValidUTF8(result, "\uFFFD")}, nil
 }
 
 // run executes t, turning a panic into the call's error.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -40,8 +41,8 @@ func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string
 	if err != nil {
 		panic(fmt.Sprintf("sdk.NewTool(%q): inferring the input schema: %v", info.Name, err))
 	}
-	if schema.Type != "object" {
-		panic(fmt.Sprintf("sdk.NewTool(%q): the input type must be a struct, not %s", info.Name, schema.Type))
+	if t := reflect.TypeFor[In](); t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("sdk.NewTool(%q): the input type must be a struct, not %s", info.Name, t))
 	}
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
@@ -76,12 +77,18 @@ func (t *typedTool[In]) Annotations() Annotations { return t.info.Annotations }
 
 func (t *typedTool[In]) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	args = NormalizeArgs(args)
-	if err := ValidateArgs(t.schema, args); err != nil {
+	v, err := validate(t.schema, args)
+	if err != nil {
 		return "", err
 	}
 	var in In
 	if err := json.Unmarshal(args, &in); err != nil {
-		return "", fmt.Errorf("invalid arguments: %v", err)
+		// JSON Schema counts 2.0 as an integer, encoding/json does not:
+		// decode the validated value, whose numbers re-encode as 2.
+		normalized, merr := json.Marshal(v)
+		if merr != nil || json.Unmarshal(normalized, &in) != nil {
+			return "", fmt.Errorf("invalid arguments: %v", err)
+		}
 	}
 	return t.handler(ctx, in)
 }
@@ -99,17 +106,23 @@ func NormalizeArgs(args json.RawMessage) json.RawMessage {
 // ValidateArgs checks JSON arguments against a resolved schema. Its error
 // starts with "invalid arguments: ".
 func ValidateArgs(schema *jsonschema.Resolved, args json.RawMessage) error {
+	_, err := validate(schema, args)
+	return err
+}
+
+// validate is ValidateArgs, returning the decoded arguments.
+func validate(schema *jsonschema.Resolved, args json.RawMessage) (any, error) {
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
-		return fmt.Errorf("invalid arguments: not valid JSON: %v", err)
+		return nil, fmt.Errorf("invalid arguments: not valid JSON: %v", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return fmt.Errorf("invalid arguments: expected a JSON object, got %s", jsonKind(v))
+		return nil, fmt.Errorf("invalid arguments: expected a JSON object, got %s", jsonKind(v))
 	}
 	if err := schema.Validate(v); err != nil {
-		return fmt.Errorf("invalid arguments: %s", tidyValidationError(err))
+		return nil, fmt.Errorf("invalid arguments: %s", tidyValidationError(err))
 	}
-	return nil
+	return v, nil
 }
 
 // tidyValidationError drops the schema walk from a validation error:

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -40,6 +41,9 @@ var readFile = sdk.NewTool(sdk.Info{
 	}
 	if encoding == "base64" {
 		return base64.StdEncoding.EncodeToString(data), nil
+	}
+	if !utf8.Valid(data) {
+		return "", fmt.Errorf("%s is not utf-8 text (%d bytes): read it with encoding base64", in.Path, len(data))
 	}
 	if in.Offset == 0 && in.Limit == 0 {
 		return string(data), nil

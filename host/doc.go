@@ -1,0 +1,30 @@
+// Package host runs tools for LLM agents. Its [ToolRegistry] holds
+// [ExecutableTool]s, each enabled or disabled, exports the enabled ones'
+// schemas in OpenAI's function format, and executes calls, turning every
+// failure into text the model can read.
+//
+// Most tools are served by plugin binaries: [NewDefaultToolRegistry]
+// starts every "agenthost-plugin-*" executable in a directory, asks each
+// which tools it serves, and registers them. Tools can also be registered
+// in-process; both kinds behave the same.
+//
+//	reg, err := host.NewDefaultToolRegistry(ctx, "bin/plugins", nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer reg.Close()
+//	fmt.Println(reg.Execute(ctx, "read_file", json.RawMessage(`{"path":"README.md"}`)))
+//
+// Two error channels:
+//   - A tool failure is text for the model, returned by Execute:
+//     "Error: tool not found: NAME", "Error: tool not available: NAME is
+//     disabled", or "Error executing NAME: MESSAGE" (the tool's error, a
+//     panic, invalid arguments, the deadline, a plugin that died).
+//   - An operator problem (a plugin that will not start, a refused tool)
+//     is logged through the registry's hclog logger, naming the file and
+//     the reason; the rest of the plugins keep working.
+//
+// Plugin processes get no stdin, never write to the host's stdout, run in
+// process groups of their own, are restarted on the next call after they
+// die, and do not outlive the host, even one killed with SIGKILL (Linux).
+package host

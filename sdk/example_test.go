@@ -1,0 +1,53 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agenthost/agenthost/sdk"
+)
+
+type greetInput struct {
+	Name string `json:"name" jsonschema:"who to greet"`
+	Loud bool   `json:"loud,omitempty" jsonschema:"shout the greeting"`
+}
+
+func greet(ctx context.Context, in greetInput) (string, error) {
+	if in.Name == "" {
+		return "", fmt.Errorf("name is empty")
+	}
+	sdk.Logger(ctx).Debug("greeting", "name", in.Name)
+	if in.Loud {
+		return "HELLO, " + in.Name + "!", nil
+	}
+	return "Hello, " + in.Name + ".", nil
+}
+
+var greetTool = sdk.NewTool(sdk.Info{
+	Name:        "greet",
+	Description: "Greet someone by name.",
+	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
+}, greet)
+
+// A plugin's main is one call to Serve.
+func ExampleServe() {
+	sdk.Serve(greetTool)
+}
+
+// A tool built with NewTool can be called in-process too, which is how its
+// tests call it.
+func ExampleNewTool() {
+	out, err := greetTool.Execute(context.Background(), json.RawMessage(`{"name":"Ada","loud":true}`))
+	fmt.Println(out, err)
+
+	_, err = greetTool.Execute(context.Background(), json.RawMessage(`{"name":"Ada","volume":11}`))
+	fmt.Println(err)
+
+	schema, _ := json.Marshal(greetTool.Schema())
+	fmt.Println(string(schema))
+	// Output:
+	// HELLO, Ada! <nil>
+	// invalid arguments: unexpected additional properties ["volume"]
+	// {"type":"function","function":{"name":"greet","description":"Greet someone by name.","parameters":{"type":"object","properties":{"name":{"type":"string","description":"who to greet"},"loud":{"type":"boolean","description":"shout the greeting"}},"required":["name"],"additionalProperties":false}}}
+}

@@ -1,0 +1,330 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agenthost/agenthost/internal/wire"
+	"github.com/agenthost/agenthost/sdk/toolv1"
+)
+
+// plainTool is a Tool written by hand, without NewTool. Its schema names
+// schemaName when that is set, else name.
+type plainTool struct {
+	name       string
+	schemaName string
+	params     string
+	ann        *Annotations
+	exec       func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+func (p plainTool) Name() string { return p.name }
+
+func (p plainTool) Schema() ChatTool {
+	fn := p.schemaName
+	if fn == "" {
+		fn = p.name
+	}
+	params := p.params
+	if params == "" {
+		params = `{"type":"object"}`
+	}
+	return NewChatTool(fn, "the "+p.name+" tool", json.RawMessage(params))
+}
+
+func (p plainTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
+	if p.exec == nil {
+		return p.name + " ran with " + string(args), nil
+	}
+	return p.exec(ctx, args)
+}
+
+// annotatedTool is a plainTool that implements Annotator.
+type annotatedTool struct {
+	plainTool
+	annotations Annotations
+}
+
+func (a annotatedTool) Annotations() Annotations { return a.annotations }
+
+var (
+	_ Tool      = plainTool{}
+	_ Annotator = annotatedTool{}
+)
+
+func TestServerDescribe(t *testing.T) {
+	t.Parallel()
+	typed := NewTool(Info{
+		Name:        "typed",
+		Description: "A typed tool.",
+		Annotations: Annotations{ReadOnly: true, Idempotent: true},
+	}, func(context.Context, typedInput) (string, error) { return "", nil })
+	annotated := annotatedTool{
+		plainTool:   plainTool{name: "remove", params: `{"type":"object","properties":{"path":{"type":"string"}}}`},
+		annotations: Annotations{Destructive: true, OpenWorld: true, OptIn: true},
+	}
+	plain := plainTool{name: "plain"}
+	srv := newServer(hclog.NewNullLogger(), []Tool{typed, annotated, plain})
+
+	resp, err := srv.Describe(t.Context(), &toolv1.DescribeRequest{})
+	if err != nil {
+		t.Fatalf("Describe error: %v", err)
+	}
+	if resp.GetProtocolMinor() != wire.ProtocolMinor {
+		t.Errorf("ProtocolMinor = %d, want %d", resp.GetProtocolMinor(), wire.ProtocolMinor)
+	}
+	if want := filepath.Base(os.Args[0]); resp.GetPluginName() != want {
+		t.Errorf("PluginName = %q, want %q", resp.GetPluginName(), want)
+	}
+	if resp.GetPluginVersion() == "" {
+		t.Error("PluginVersion is empty")
+	}
+
+	type spec struct {
+		name, description, params string
+		ann                       Annotations // OptIn is the spec's opt_in
+	}
+	want := []spec{
+		{"typed", "A typed tool.", string(typed.Schema().Function.Parameters), Annotations{ReadOnly: true, Idempotent: true}},
+		{"remove", "the remove tool", `{"type":"object","properties":{"path":{"type":"string"}}}`, Annotations{Destructive: true, OpenWorld: true, OptIn: true}},
+		{"plain", "the plain tool", `{"type":"object"}`, Annotations{}},
+	}
+	var got []spec
+	for _, s := range resp.GetTools() {
+		a := s.GetAnnotations()
+		if a == nil {
+			t.Errorf("tool %q: Annotations is nil", s.GetName())
+		}
+		got = append(got, spec{s.GetName(), s.GetDescription(), string(s.GetParametersSchema()), Annotations{
+			ReadOnly:    a.GetReadOnly(),
+			Destructive: a.GetDestructive(),
+			Idempotent:  a.GetIdempotent(),
+			OpenWorld:   a.GetOpenWorld(),
+			OptIn:       s.GetOptIn(),
+		}})
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Describe returned %d tools %+v, want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("tool %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestServerDescribeNoTools(t *testing.T) {
+	t.Parallel()
+	resp, err := newServer(hclog.NewNullLogger(), nil).Describe(t.Context(), &toolv1.DescribeRequest{})
+	if err != nil || len(resp.GetTools()) != 0 {
+		t.Errorf("Describe of no tools = %v, %v; want no tools, nil", resp.GetTools(), err)
+	}
+}
+
+func TestServerExecute(t *testing.T) {
+	t.Parallel()
+	typed := NewTool(Info{Name: "typed"}, func(_ context.Context, in typedInput) (string, error) {
+		return "read " + in.Path, nil
+	})
+	echo := plainTool{name: "echo"}
+	fails := plainTool{name: "fails", exec: func(context.Context, json.RawMessage) (string, error) {
+		return "ignored", errors.New("disk full")
+	}}
+	panics := plainTool{name: "panics", exec: func(context.Context, json.RawMessage) (string, error) {
+		panic("index out of range")
+	}}
+	srv := newServer(hclog.NewNullLogger(), []Tool{typed, echo, fails, panics})
+
+	tests := map[string]struct {
+		tool, args string
+		wantResult string
+		wantError  string
+	}{
+		"typed tool":            {"typed", `{"path":"a.txt"}`, "read a.txt", ""},
+		"typed invalid args":    {"typed", `{}`, "", `invalid arguments: required: missing properties: ["path"]`},
+		"no arguments are {}":   {"echo", ``, "echo ran with {}", ""},
+		"null arguments are {}": {"echo", `null`, "echo ran with {}", ""},
+		"arguments pass as is":  {"echo", `{"x":1}`, `echo ran with {"x":1}`, ""},
+		"tool error":            {"fails", `{}`, "", "disk full"},
+		"tool panic":            {"panics", `{}`, "", "panic: index out of range"},
+		"unknown tool":          {"nope", `{}`, "", `this plugin serves no tool named "nope"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: tc.tool, Arguments: []byte(tc.args)})
+			if err != nil {
+				t.Fatalf("Execute returned a Go error %v; tool failures must travel in the response", err)
+			}
+			if resp.GetResult() != tc.wantResult || resp.GetError() != tc.wantError {
+				t.Errorf("Execute(%s, %s) = {Result: %q, Error: %q}, want {Result: %q, Error: %q}",
+					tc.tool, tc.args, resp.GetResult(), resp.GetError(), tc.wantResult, tc.wantError)
+			}
+		})
+	}
+}
+
+func TestServerKeepsServingAfterPanic(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	flaky := plainTool{name: "flaky", exec: func(context.Context, json.RawMessage) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			var m map[string]int
+			m["boom"] = 1 // a runtime panic, not a string
+		}
+		return "fine", nil
+	}}
+	srv := newServer(hclog.NewNullLogger(), []Tool{flaky})
+	req := &toolv1.ExecuteRequest{Tool: "flaky"}
+
+	first, err := srv.Execute(t.Context(), req)
+	if err != nil {
+		t.Fatalf("first call: Go error %v", err)
+	}
+	if !strings.HasPrefix(first.GetError(), "panic: ") || !strings.Contains(first.GetError(), "nil map") {
+		t.Errorf("first call Error = %q, want \"panic: ...nil map...\"", first.GetError())
+	}
+	second, err := srv.Execute(t.Context(), req)
+	if err != nil || second.GetError() != "" || second.GetResult() != "fine" {
+		t.Errorf("call after a panic = %+v, %v; want Result \"fine\"", second, err)
+	}
+}
+
+func TestServerExecuteContext(t *testing.T) {
+	t.Parallel()
+
+	t.Run("no host service: no host state", func(t *testing.T) {
+		t.Parallel()
+		srv := newServer(hclog.NewNullLogger(), []Tool{stateTool()})
+		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "state"})
+		if err != nil || resp.GetError() != ErrNoHostState.Error() {
+			t.Errorf("Execute = %+v, %v; want Error %q", resp, err, ErrNoHostState)
+		}
+	})
+
+	t.Run("host service without a broker: no host state", func(t *testing.T) {
+		t.Parallel()
+		srv := newServer(hclog.NewNullLogger(), []Tool{stateTool()})
+		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "state", HostServiceId: 7, CallId: 1})
+		if err != nil || resp.GetError() != ErrNoHostState.Error() {
+			t.Errorf("Execute = %+v, %v; want Error %q", resp, err, ErrNoHostState)
+		}
+	})
+
+	t.Run("the tool logs through the server's logger", func(t *testing.T) {
+		t.Parallel()
+		var buf syncBuffer
+		logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: &buf, Level: hclog.Trace})
+		loud := plainTool{name: "loud", exec: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			Logger(ctx).Info("hello from the tool", "answer", 42)
+			return "", nil
+		}}
+		srv := newServer(logger, []Tool{loud})
+		if _, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "loud"}); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		for _, want := range []string{"plugin.loud", "hello from the tool", "answer=42"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log output %q does not contain %q", out, want)
+			}
+		}
+	})
+}
+
+// stateTool answers with the host's session context, or fails with
+// HostState's error.
+func stateTool() Tool {
+	return plainTool{name: "state", exec: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		st, err := HostState(ctx)
+		if err != nil {
+			return "", err
+		}
+		return st.SessionContext, nil
+	}}
+}
+
+func TestNewServerPanics(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		tools []Tool
+		want  string
+	}{
+		"duplicate names": {
+			[]Tool{plainTool{name: "dup"}, plainTool{name: "other"}, plainTool{name: "dup"}},
+			`two tools named "dup"`,
+		},
+		"schema names another function": {
+			[]Tool{plainTool{name: "real", schemaName: "fake"}},
+			`tool "real" has a schema for function "fake"`,
+		},
+		"invalid name": {
+			[]Tool{plainTool{name: "no spaces"}},
+			`invalid tool name "no spaces"`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			msg := panicMessage(func() { newServer(hclog.NewNullLogger(), tc.tools) })
+			if msg == "" {
+				t.Fatal("newServer did not panic")
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("panic %q does not contain %q", msg, tc.want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestServerResponsesCrossTheWire(t *testing.T) {
+	t.Parallel()
+	binary := plainTool{name: "binary", exec: func(context.Context, json.RawMessage) (string, error) {
+		return "PNG\x89\xff\xfe", nil
+	}}
+	badErr := plainTool{name: "bad_error", exec: func(context.Context, json.RawMessage) (string, error) {
+		return "", errors.New("file not found: /tmp/\xff.txt")
+	}}
+	srv := newServer(hclog.NewNullLogger(), []Tool{binary, badErr})
+	for _, name := range []string{"binary", "bad_error"} {
+		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: name})
+		if err != nil {
+			t.Fatalf("%s: Go error %v", name, err)
+		}
+		if _, err := proto.Marshal(resp); err != nil {
+			t.Errorf("%s: the response %+v cannot be sent: %v", name, resp, err)
+		}
+	}
+}
