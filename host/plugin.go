@@ -52,6 +52,9 @@ type instance struct {
 
 	hostOnce sync.Once
 	hostID   uint32
+	hostMu   sync.Mutex
+	hostSrv  *grpc.Server // nil until the Host service is up
+	stopped  bool
 }
 
 func newPluginProcess(path string, logger hclog.Logger, startTimeout time.Duration) *pluginProcess {
@@ -162,10 +165,19 @@ func (p *pluginProcess) execute(ctx context.Context, tool string, args []byte) (
 // callError explains a failed RPC. A broken connection means the plugin
 // died: its instance is thrown away so that the next call starts afresh.
 func (p *pluginProcess) callError(ctx context.Context, inst *instance, err error) error {
+	st, _ := status.FromError(err)
+	// The plugin's end of the call keeps the same deadline, and may see it
+	// pass a moment before this end does: then the deadline is the cause.
+	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && st.Code() != codes.Unavailable && time.Until(dl) < time.Second {
+		select {
+		case <-ctx.Done():
+		case <-inst.runner.done:
+		case <-time.After(time.Until(dl) + 50*time.Millisecond):
+		}
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	st, _ := status.FromError(err)
 	if st.Code() != codes.Unavailable && st.Code() != codes.Canceled && !inst.client.Exited() {
 		return fmt.Errorf("plugin %s: %s", p.name, st.Message())
 	}
@@ -212,21 +224,46 @@ func (p *pluginProcess) close() {
 // plugin's questions about the host's state, and returns its broker id.
 func (inst *instance) hostService(p *pluginProcess) uint32 {
 	inst.hostOnce.Do(func() {
-		id := inst.conn.Broker.NextId()
-		go inst.conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-			s := wire.NewServer(opts)
-			toolv1.RegisterHostServer(s, &hostServer{p: p})
-			return s
-		})
-		inst.hostID = id
+		inst.hostID = inst.conn.Broker.NextId()
+		go inst.serveHost(p)
 	})
 	return inst.hostID
+}
+
+// serveHost serves the Host service on the broker until the instance
+// stops. Failures are the plugin going away, so they are logged quietly.
+func (inst *instance) serveHost(p *pluginProcess) {
+	l, err := inst.conn.Broker.Accept(inst.hostID)
+	if err != nil {
+		p.logger.Debug("host service not started", "error", err)
+		return
+	}
+	s := wire.NewServer(nil)
+	toolv1.RegisterHostServer(s, &hostServer{p: p})
+	inst.hostMu.Lock()
+	if inst.stopped {
+		inst.hostMu.Unlock()
+		l.Close()
+		return
+	}
+	inst.hostSrv = s
+	inst.hostMu.Unlock()
+	if err := s.Serve(l); err != nil {
+		p.logger.Debug("host service stopped", "error", err)
+	}
 }
 
 // stop ends the instance within stopTimeout: go-plugin's graceful
 // shutdown, then the process group is killed, taking any children the
 // plugin started with it.
 func (inst *instance) stop() {
+	inst.hostMu.Lock()
+	inst.stopped = true
+	if inst.hostSrv != nil {
+		inst.hostSrv.Stop()
+	}
+	inst.hostMu.Unlock()
+
 	done := make(chan struct{})
 	go func() {
 		inst.client.Kill()

@@ -199,27 +199,25 @@ func (r *ToolRegistry) Enable(name string) error { return r.setEnabled(name, tru
 func (r *ToolRegistry) Disable(name string) error { return r.setEnabled(name, false) }
 
 func (r *ToolRegistry) setEnabled(name string, enabled bool) error {
+	return r.update(name, func(e *entry) { e.enabled = enabled })
+}
+
+// update changes the entry of a registered tool.
+func (r *ToolRegistry) update(name string, change func(*entry)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrToolNotFound, name)
 	}
-	e.enabled = enabled
+	change(e)
 	return nil
 }
 
 // SetTimeout sets the deadline of every call of one tool, overriding the
 // registry's default. Zero restores the default.
 func (r *ToolRegistry) SetTimeout(name string, d time.Duration) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.entries[name]
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrToolNotFound, name)
-	}
-	e.timeout = d
-	return nil
+	return r.update(name, func(e *entry) { e.timeout = d })
 }
 
 // EnabledSchemas returns the schemas of the enabled tools, in registration
