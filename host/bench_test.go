@@ -3,9 +3,12 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -62,8 +65,10 @@ func BenchmarkLoadPlugins(b *testing.B) {
 }
 
 func benchPluginDir(b *testing.B) string {
+	plugins := map[string]string{"fs": "./plugins/fs", "session": "./plugins/session", "test": "./host/testdata/testplugin"}
+	plugintest.Binaries(b, slices.Collect(maps.Values(plugins))...)
 	dir := b.TempDir()
-	for name, pkg := range map[string]string{"fs": "./plugins/fs", "session": "./plugins/session", "test": "./host/testdata/testplugin"} {
+	for name, pkg := range plugins {
 		installPlugin(b, dir, name, pkg)
 	}
 	return dir

@@ -241,8 +241,6 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 		// Prints something that is not a handshake, and leaves a child.
 		// The child's command line carries the directory, for pgrep.
 		host.PluginPrefix + "chatty": "#!/bin/sh\nsh -c 'sleep 300; :' \"$(dirname \"$0\")\" &\necho hello, I am not a plugin\nsleep 300\n",
-		// Says nothing at all.
-		host.PluginPrefix + "silent": "#!/bin/sh\nexec sleep 300\n",
 	}
 	for name, body := range scripts {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
@@ -251,8 +249,7 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 	}
 	logs := &logBuffer{}
 	reg := load(t, dir, &host.Options{
-		Logger:             hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}),
-		PluginStartTimeout: 2 * time.Second,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}),
 	})
 
 	if got, want := reg.ToolNames(), []string{"read_file", "write_file"}; !slices.Equal(got, want) {
@@ -261,7 +258,6 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 	reasons := map[string]string{
 		"chatty": `it is not an agenthost plugin: its first line of output was "hello, I am not a plugin"`,
 		"exit":   "it exited during start-up (exit status 1): exitplugin: missing configuration",
-		"silent": "it did not complete the handshake within 2s",
 		"v2":     "it speaks another protocol version: Plugin version: 2, Client versions: [1]",
 	}
 	for _, r := range reg.Plugins() {
@@ -494,5 +490,22 @@ func TestCallerCancellationReachesThePlugin(t *testing.T) {
 	}
 	if got := call(t, reg, "echo", `{"text":"ok"}`); got != "ok" {
 		t.Errorf("echo after a cancelled call = %q", got)
+	}
+}
+
+func TestSilentPluginMissesTheHandshakeDeadline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, host.PluginPrefix+"silent")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nsleep 300\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reg := load(t, dir, &host.Options{PluginStartTimeout: 300 * time.Millisecond})
+	reports := reg.Plugins()
+	if len(reports) != 1 || reports[0].Err == nil || reports[0].Err.Error() != "it did not complete the handshake within 300ms" {
+		t.Fatalf("reports = %+v", reports)
+	}
+	if out, err := exec.Command("pgrep", "-a", "-f", path).Output(); err == nil {
+		t.Errorf("the silent plugin still runs:\n%s", out)
 	}
 }

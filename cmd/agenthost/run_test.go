@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 func pluginDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	plugintest.Binaries(t, "./cmd/agenthost", "./plugins/fs", "./plugins/session", "./host/testdata/testplugin")
 	for name, pkg := range map[string]string{
 		"fs":      "./plugins/fs",
 		"session": "./plugins/session",
@@ -159,13 +160,9 @@ func TestJSONOutputs(t *testing.T) {
 // make build lays them out, and checks that a plugin writing to its stdout
 // cannot put a byte on the host's.
 func TestBuiltBinary(t *testing.T) {
+	pluginDir(t) // builds every binary the tests need at once
 	bin := t.TempDir()
-	exe := filepath.Join(bin, "agenthost")
-	build := exec.Command("go", "build", "-o", exe, "./cmd/agenthost")
-	build.Dir = plugintest.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	exe := plugintest.Install(t, bin, "agenthost", "./cmd/agenthost")
 	plugins := filepath.Join(bin, "plugins")
 	if err := os.Mkdir(plugins, 0o755); err != nil {
 		t.Fatal(err)

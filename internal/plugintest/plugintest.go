@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -23,33 +24,56 @@ var (
 	mu       sync.Mutex
 	buildDir string
 	built    = map[string]string{} // package → binary
+	batches  int
 )
 
-// Binary returns the path of the binary of pkg, a package path relative to
-// the module root such as "./plugins/fs", building it the first time. The
-// binaries of one test process are shared.
-func Binary(t testing.TB, pkg string) string {
+// Binaries returns the binaries of pkgs, package paths relative to the
+// module root such as "./plugins/fs", building those not built yet in one
+// go build, which links them in parallel. The binaries of one test process
+// are shared.
+func Binaries(t testing.TB, pkgs ...string) map[string]string {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if bin, ok := built[pkg]; ok {
-		return bin
+	var missing []string
+	for _, pkg := range pkgs {
+		if _, ok := built[pkg]; !ok && !slices.Contains(missing, pkg) {
+			missing = append(missing, pkg)
+		}
 	}
-	if buildDir == "" {
-		dir, err := os.MkdirTemp("", "agenthost-plugintest-")
-		if err != nil {
+	if len(missing) > 0 {
+		if buildDir == "" {
+			dir, err := os.MkdirTemp("", "agenthost-plugintest-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			buildDir = dir
+		}
+		batches++
+		out := filepath.Join(buildDir, strconv.Itoa(batches))
+		if err := os.Mkdir(out, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		buildDir = dir
+		cmd := exec.Command("go", append([]string{"build", "-o", out + string(filepath.Separator)}, missing...)...)
+		cmd.Dir = Root()
+		if output, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %v: %v\n%s", missing, err, output)
+		}
+		for _, pkg := range missing {
+			built[pkg] = filepath.Join(out, filepath.Base(pkg))
+		}
 	}
-	bin := filepath.Join(buildDir, filepath.Base(pkg)+"-"+strconv.Itoa(len(built)))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = Root()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	bins := make(map[string]string, len(pkgs))
+	for _, pkg := range pkgs {
+		bins[pkg] = built[pkg]
 	}
-	built[pkg] = bin
-	return bin
+	return bins
+}
+
+// Binary returns the binary of one package; see Binaries.
+func Binary(t testing.TB, pkg string) string {
+	t.Helper()
+	return Binaries(t, pkg)[pkg]
 }
 
 // Install puts the binary of pkg into dir under the file name name, and
