@@ -452,8 +452,9 @@ func TestCloseStopsPluginsAndTheirChildren(t *testing.T) {
 
 func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 	t.Parallel()
+	tmp := t.TempDir() // the killed host's temporary directory
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+pluginDir(t, "test", "fs"))
+	cmd.Env = append(os.Environ(), helperEnv+"="+pluginDir(t, "test", "fs"), "TMPDIR="+tmp)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -472,6 +473,22 @@ func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 	}
 	waitGone(t, pid, "the plugin of the killed host")
 	waitGone(t, child, "the child of the killed host's plugin")
+	// Nor do the plugins' sockets: the plugins removed them.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("left behind in the host's temporary directory: %v", left)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestCallerCancellationReachesThePlugin(t *testing.T) {

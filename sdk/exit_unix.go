@@ -6,18 +6,26 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hashicorp/go-plugin"
 )
 
 // exitWithHost makes SIGTERM take the plugin's children down with it. The
 // host starts each plugin as the leader of its own process group and, on
 // Linux, asks the kernel to send it SIGTERM when the host dies, however it
-// dies; on that signal the plugin kills its whole group, so a process a
-// tool started does not outlive the host either.
+// dies; on that signal the plugin removes its socket's directory and kills
+// its whole group, so a process a tool started does not outlive the host
+// either.
 func exitWithHost() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM)
 	go func() {
 		<-ch
+		// The directory of the plugin's socket is the host's to remove,
+		// but a dead host cannot.
+		if dir := os.Getenv(plugin.EnvUnixSocketDir); dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 		if pid := os.Getpid(); syscall.Getpgrp() == pid {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
