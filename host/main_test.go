@@ -152,10 +152,18 @@ func alive(pid int) bool {
 // if it stays.
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
+	eventually(t, fmt.Sprintf("%s (pid %d) has ended", what, pid), func() bool { return !alive(pid) })
+}
+
+// eventually polls cond for up to ten seconds and fails the test if it
+// never holds. It waits for what another process does, never for time to
+// pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) is still running", what, pid)
+			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

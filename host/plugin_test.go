@@ -222,16 +222,10 @@ func TestPluginDyingDuringCall(t *testing.T) {
 // in flight.
 func waitForFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear", path)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, path+" exists", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 func TestBrokenPluginsAreSkipped(t *testing.T) {
@@ -285,18 +279,9 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 	// Nothing of the plugins keeps running once the registry is closed:
 	// not even the child the chatty script left.
 	reg.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		out, err := exec.Command("pgrep", "-a", "-f", dir).Output()
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes of the plugins still run:\n%s", out)
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, "every process of the plugins has ended", func() bool {
+		return exec.Command("pgrep", "-f", dir).Run() != nil
+	})
 }
 
 func TestDuplicateToolNameAcrossPlugins(t *testing.T) {
@@ -474,21 +459,10 @@ func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 	waitGone(t, pid, "the plugin of the killed host")
 	waitGone(t, child, "the child of the killed host's plugin")
 	// Nor do the plugins' sockets: the plugins removed them.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually(t, "the host's temporary directory is empty", func() bool {
 		left, err := os.ReadDir(tmp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("left behind in the host's temporary directory: %v", left)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && len(left) == 0
+	})
 }
 
 func TestCallerCancellationReachesThePlugin(t *testing.T) {
