@@ -148,10 +148,11 @@ func (p *pluginProcess) execute(ctx context.Context, tool string, args []byte) (
 	defer p.calls.Delete(callID)
 
 	resp, err := inst.conn.Execute(ctx, &toolv1.ExecuteRequest{
-		Tool:          tool,
-		Arguments:     args,
-		HostServiceId: inst.hostService(p),
-		CallId:        callID,
+		Tool:           tool,
+		Arguments:      args,
+		HostServiceId:  inst.hostService(p),
+		CallId:         callID,
+		WorkspaceRoots: sdk.Roots(ctx),
 	})
 	if err != nil {
 		return "", p.callError(ctx, inst, err)

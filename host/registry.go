@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,12 @@ type Options struct {
 	// PluginStartTimeout bounds a plugin's launch and handshake. Zero
 	// means 10 seconds.
 	PluginStartTimeout time.Duration
+
+	// Roots are the workspace roots: the directories that tools touching
+	// files must stay inside (sdk.Roots). Relative roots are made
+	// absolute; the first is where relative paths resolve. None means the
+	// current directory; "/" opts out of confinement knowingly.
+	Roots []string
 }
 
 // ToolRegistry holds the tools an agent may call, in registration order,
@@ -64,6 +71,7 @@ type ToolRegistry struct {
 	order    []string
 	toolCtx  ToolContext
 	timeout  time.Duration
+	roots    []string
 	plugins  []*pluginProcess
 	reports  []PluginReport
 	isClosed bool
@@ -90,6 +98,7 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		entries:      map[string]*entry{},
 		toolCtx:      opts.ToolContext,
 		timeout:      opts.Timeout,
+		roots:        absRoots(opts.Roots),
 	}
 	if r.logger == nil {
 		r.logger = hclog.Default()
@@ -101,6 +110,27 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		r.startTimeout = 10 * time.Second
 	}
 	return r
+}
+
+// absRoots makes workspace roots absolute and clean; none means the
+// current directory.
+func absRoots(roots []string) []string {
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	out := make([]string, 0, len(roots))
+	for _, root := range roots {
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		out = append(out, filepath.Clean(root))
+	}
+	return out
+}
+
+// Roots returns the workspace roots, absolute.
+func (r *ToolRegistry) Roots() []string {
+	return slices.Clone(r.roots)
 }
 
 // SetToolContext sets the agent state that tools may ask for.
@@ -361,6 +391,7 @@ func (r *ToolRegistry) run(ctx context.Context, tool ExecutableTool, args json.R
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ctx = sdk.WithStateFunc(ctx, r.state)
+	ctx = sdk.WithRoots(ctx, r.roots)
 
 	done := make(chan outcome, 1)
 	go func() {

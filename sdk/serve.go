@@ -99,6 +99,9 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 		return &toolv1.ExecuteResponse{Error: fmt.Sprintf("this plugin serves no tool named %q", req.GetTool())}, nil
 	}
 	ctx = withLogger(ctx, s.logger.Named(t.Name()))
+	if roots := req.GetWorkspaceRoots(); len(roots) > 0 {
+		ctx = WithRoots(ctx, roots)
+	}
 	if id := req.GetHostServiceId(); id != 0 {
 		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
 	}

@@ -18,6 +18,23 @@ type State struct {
 // from a host that offers its state.
 var ErrNoHostState = errors.New("the host offers no agent state to this call")
 
+type rootsKey struct{}
+
+// WithRoots returns a context in which [Roots] answers roots. Hosts call
+// it; tool authors need it only to test a tool in-process.
+func WithRoots(ctx context.Context, roots []string) context.Context {
+	return context.WithValue(ctx, rootsKey{}, roots)
+}
+
+// Roots returns the host's workspace roots for this call: absolute paths
+// of the directories that a tool touching files must stay inside. The
+// first is where relative paths resolve. It is empty when the host sets
+// none.
+func Roots(ctx context.Context) []string {
+	roots, _ := ctx.Value(rootsKey{}).([]string)
+	return roots
+}
+
 // StateFunc returns the host's state as it is now.
 type StateFunc func(ctx context.Context) (State, error)
 

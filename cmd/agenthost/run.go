@@ -29,6 +29,10 @@ Commands:
 Flags (before or after the command):
   --plugins DIR      the plugins directory (default $AGENTHOST_PLUGINS, else
                      a "plugins" directory beside the executable)
+  --root DIR         a workspace root (repeatable; default the current
+                     directory): file tools stay inside the roots, and
+                     relative paths resolve against the first; --root /
+                     opts out
   --enable NAME      enable a tool (repeatable); opt-in tools start disabled
   --disable NAME     disable a tool (repeatable)
   --log-level LEVEL  trace, debug, info, warn (default) or error; logs go to stderr
@@ -39,6 +43,7 @@ Run agenthost COMMAND --help for a command's own flags.
 // globals are the flags every command takes.
 type globals struct {
 	plugins  string
+	roots    listFlag
 	enable   listFlag
 	disable  listFlag
 	logLevel string
@@ -46,6 +51,7 @@ type globals struct {
 
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.plugins, "plugins", g.plugins, "the plugins `DIR`ectory")
+	fs.Var(&g.roots, "root", "a workspace root `DIR` (repeatable; default the current directory)")
 	fs.Var(&g.enable, "enable", "enable the tool `NAME` (repeatable)")
 	fs.Var(&g.disable, "disable", "disable the tool `NAME` (repeatable)")
 	fs.StringVar(&g.logLevel, "log-level", g.logLevel, "log `LEVEL`: trace, debug, info, warn or error")
@@ -132,7 +138,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger})
+	for _, root := range g.roots {
+		if info, err := os.Stat(root); err != nil || !info.IsDir() {
+			return usagef("--root %s: not a directory", root)
+		}
+	}
+	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots})
 	if err != nil {
 		return err
 	}

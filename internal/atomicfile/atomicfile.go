@@ -6,8 +6,10 @@ package atomicfile
 import (
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Write replaces the file at path with data, creating its parent
@@ -47,4 +49,54 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// WriteIn is Write inside an os.Root: every step resolves name through
+// root, so nothing outside it is read or written. name is relative to the
+// root. If name is a symbolic link it is replaced, not followed: callers
+// that want to write through links resolve them first.
+func WriteIn(root *os.Root, name string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(name)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if info, err := root.Lstat(name); err == nil {
+		if info.IsDir() {
+			return &fs.PathError{Op: "write", Path: name, Err: errors.New("is a directory")}
+		}
+		if info.Mode().IsRegular() {
+			perm = info.Mode().Perm()
+		}
+	}
+	var tmp *os.File
+	var tmpName string
+	for range 100 {
+		tmpName = filepath.Join(dir, "."+filepath.Base(name)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		tmp, err = root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			root.Remove(tmpName)
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return root.Rename(tmpName, name)
 }

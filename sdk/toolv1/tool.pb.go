@@ -312,9 +312,13 @@ type ExecuteRequest struct {
 	// connection; 0 when the host offers no state.
 	HostServiceId uint32 `protobuf:"varint,3,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
 	// Identifies this call to the Host service.
-	CallId        uint64 `protobuf:"varint,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallId uint64 `protobuf:"varint,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// The host's workspace roots, absolute paths: the directories the
+	// tools that touch files must stay inside. The first is where relative
+	// paths resolve. Since protocol 1.1.
+	WorkspaceRoots []string `protobuf:"bytes,5,rep,name=workspace_roots,json=workspaceRoots,proto3" json:"workspace_roots,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -373,6 +377,13 @@ func (x *ExecuteRequest) GetCallId() uint64 {
 		return x.CallId
 	}
 	return 0
+}
+
+func (x *ExecuteRequest) GetWorkspaceRoots() []string {
+	if x != nil {
+		return x.WorkspaceRoots
+	}
+	return nil
 }
 
 type ExecuteResponse struct {
@@ -562,12 +573,13 @@ const file_tool_proto_rawDesc = "" +
 	"idempotent\x18\x03 \x01(\bR\n" +
 	"idempotent\x12\x1d\n" +
 	"\n" +
-	"open_world\x18\x04 \x01(\bR\topenWorld\"\x83\x01\n" +
+	"open_world\x18\x04 \x01(\bR\topenWorld\"\xac\x01\n" +
 	"\x0eExecuteRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\fR\targuments\x12&\n" +
 	"\x0fhost_service_id\x18\x03 \x01(\rR\rhostServiceId\x12\x17\n" +
-	"\acall_id\x18\x04 \x01(\x04R\x06callId\"?\n" +
+	"\acall_id\x18\x04 \x01(\x04R\x06callId\x12'\n" +
+	"\x0fworkspace_roots\x18\x05 \x03(\tR\x0eworkspaceRoots\"?\n" +
 	"\x0fExecuteResponse\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"*\n" +
