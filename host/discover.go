@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/toolv1"
@@ -178,6 +179,7 @@ func newPluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) *pluginTool {
 			Idempotent:  a.GetIdempotent(),
 			OpenWorld:   a.GetOpenWorld(),
 			OptIn:       spec.GetOptIn(),
+			Timeout:     time.Duration(spec.GetTimeoutMs()) * time.Millisecond,
 		},
 	}
 }

@@ -41,7 +41,7 @@ func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
 	want := []string{
 		"read_file", "write_file", // agenthost-plugin-fs
 		"save_session_context", // agenthost-plugin-session
-		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "state", "stdout", "big", "danger",
+		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "state", "stdout", "big", "patient", "danger",
 	}
 	if got := reg.ToolNames(); !slices.Equal(got, want) {
 		t.Errorf("ToolNames() = %v\nwant %v", got, want)
@@ -82,16 +82,17 @@ func TestPluginToolsExecute(t *testing.T) {
 	cases := map[string]struct {
 		tool, args, want string
 	}{
-		"unknown tool":       {"nope", `{}`, "Error: tool not found: nope"},
-		"opt-in is disabled": {"danger", `{}`, "Error: tool not available: danger is disabled"},
-		"tool error":         {"fail", `{"text":"it broke"}`, "Error executing fail: it broke"},
-		"panic":              {"boom", `{}`, "Error executing boom: panic: kaboom"},
-		"missing argument":   {"echo", `{}`, `Error executing echo: invalid arguments: required: missing properties: ["text"]`},
-		"wrong type":         {"echo", `{"text":5}`, `Error executing echo: invalid arguments: text: type: 5 has type "integer", want "string"`},
-		"not json":           {"echo", `{"text":`, "Error executing echo: invalid arguments: not valid JSON: unexpected end of JSON input"},
-		"deadline":           {"sleep", `{"millis":5000}`, "Error executing sleep: timed out after 300ms"},
-		"deadline ignored":   {"sleep", `{"millis":2000,"ignore_cancel":true}`, "Error executing sleep: timed out after 300ms"},
-		"missing file":       {"read_file", fmt.Sprintf(`{"path":%q}`, filepath.Join(work, "nope")), "Error executing read_file: file not found: " + filepath.Join(work, "nope")},
+		"unknown tool":        {"nope", `{}`, "Error: tool not found: nope"},
+		"opt-in is disabled":  {"danger", `{}`, "Error: tool not available: danger is disabled"},
+		"tool error":          {"fail", `{"text":"it broke"}`, "Error executing fail: it broke"},
+		"panic":               {"boom", `{}`, "Error executing boom: panic: kaboom"},
+		"missing argument":    {"echo", `{}`, `Error executing echo: invalid arguments: required: missing properties: ["text"]`},
+		"wrong type":          {"echo", `{"text":5}`, `Error executing echo: invalid arguments: text: type: 5 has type "integer", want "string"`},
+		"not json":            {"echo", `{"text":`, "Error executing echo: invalid arguments: not valid JSON: unexpected end of JSON input"},
+		"deadline":            {"sleep", `{"millis":5000}`, "Error executing sleep: timed out after 300ms"},
+		"deadline ignored":    {"sleep", `{"millis":2000,"ignore_cancel":true}`, "Error executing sleep: timed out after 300ms"},
+		"tool's own deadline": {"patient", `{"millis":5000}`, "Error executing patient: timed out after 400ms"},
+		"missing file":        {"read_file", fmt.Sprintf(`{"path":%q}`, filepath.Join(work, "nope")), "Error executing read_file: file not found: " + filepath.Join(work, "nope")},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

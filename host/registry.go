@@ -170,7 +170,7 @@ func newEntry(tool ExecutableTool) (*entry, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTool, name, err)
 	}
 	ann := sdk.AnnotationsOf(tool)
-	e := &entry{tool: tool, schema: schema, params: params, ann: ann, enabled: !ann.OptIn}
+	e := &entry{tool: tool, schema: schema, params: params, ann: ann, enabled: !ann.OptIn, timeout: max(ann.Timeout, 0)}
 	if pt, ok := tool.(*pluginTool); ok {
 		e.plugin = pt.proc.name
 	}
@@ -245,9 +245,15 @@ func (r *ToolRegistry) update(name string, change func(*entry)) error {
 }
 
 // SetTimeout sets the deadline of every call of one tool, overriding the
-// registry's default. Zero restores the default.
+// registry's default and the tool's own (Annotations.Timeout). Zero
+// restores them.
 func (r *ToolRegistry) SetTimeout(name string, d time.Duration) error {
-	return r.update(name, func(e *entry) { e.timeout = d })
+	return r.update(name, func(e *entry) {
+		if d <= 0 {
+			d = max(e.ann.Timeout, 0)
+		}
+		e.timeout = d
+	})
 }
 
 // EnabledSchemas returns the schemas of the enabled tools, in registration

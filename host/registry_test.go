@@ -914,3 +914,31 @@ func regSchemaNames(r *ToolRegistry) []string {
 	}
 	return names
 }
+
+func TestRegistryToolDeclaredTimeout(t *testing.T) {
+	t.Parallel()
+	r := NewToolRegistry(&Options{Timeout: time.Hour})
+	slow := sdk.NewTool(sdk.Info{Name: "slow", Annotations: sdk.Annotations{Timeout: 30 * time.Millisecond}},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+	if err := r.Register(slow); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Execute(t.Context(), "slow", nil), "Error executing slow: timed out after 30ms"; got != want {
+		t.Errorf("declared timeout: %q, want %q", got, want)
+	}
+	if err := r.SetTimeout("slow", 40*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Execute(t.Context(), "slow", nil), "Error executing slow: timed out after 40ms"; got != want {
+		t.Errorf("user's timeout: %q, want %q", got, want)
+	}
+	if err := r.SetTimeout("slow", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Execute(t.Context(), "slow", nil), "Error executing slow: timed out after 30ms"; got != want {
+		t.Errorf("restored: %q, want %q", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -179,7 +180,8 @@ func toolSpec(t Tool) *toolv1.ToolSpec {
 			Idempotent:  a.Idempotent,
 			OpenWorld:   a.OpenWorld,
 		},
-		OptIn: a.OptIn,
+		OptIn:     a.OptIn,
+		TimeoutMs: uint32(min(a.Timeout.Milliseconds(), math.MaxUint32)),
 	}
 }
 

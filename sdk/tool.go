@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"time"
 )
 
 // Tool is one tool a model can call: a name, a schema that tells the model
@@ -53,6 +54,11 @@ type Annotations struct {
 	// knowingly. Tools that can destroy data or run arbitrary commands are
 	// opt-in.
 	OptIn bool `json:"optIn"`
+	// Timeout is the deadline the host gives each call of the tool, when
+	// the tool needs another than the host's default: one that enforces
+	// a timeout argument of its own declares its longest. Zero means the
+	// host's default; the user's setting wins over both.
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // AnnotationsOf returns t's annotations, or the zero Annotations when t

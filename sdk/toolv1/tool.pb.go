@@ -162,7 +162,12 @@ type ToolSpec struct {
 	ParametersSchema []byte       `protobuf:"bytes,3,opt,name=parameters_schema,json=parametersSchema,proto3" json:"parameters_schema,omitempty"`
 	Annotations      *Annotations `protobuf:"bytes,4,opt,name=annotations,proto3" json:"annotations,omitempty"`
 	// An opt-in tool is registered disabled; the user enables it.
-	OptIn         bool `protobuf:"varint,5,opt,name=opt_in,json=optIn,proto3" json:"opt_in,omitempty"`
+	OptIn bool `protobuf:"varint,5,opt,name=opt_in,json=optIn,proto3" json:"opt_in,omitempty"`
+	// The deadline the host should give each call, in milliseconds, for a
+	// tool that bounds its own work differently from the host's default
+	// (run_bash enforces its own timeout argument); 0 means the host's
+	// default. Since protocol 1.1.
+	TimeoutMs     uint32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -230,6 +235,13 @@ func (x *ToolSpec) GetOptIn() bool {
 		return x.OptIn
 	}
 	return false
+}
+
+func (x *ToolSpec) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
 }
 
 // Annotations are hints about a tool's behaviour, after MCP's tool
@@ -559,13 +571,15 @@ const file_tool_proto_rawDesc = "" +
 	"pluginName\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12%\n" +
 	"\x0eprotocol_minor\x18\x03 \x01(\rR\rprotocolMinor\x121\n" +
-	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\"\xc6\x01\n" +
+	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\"\xe5\x01\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
 	"\x11parameters_schema\x18\x03 \x01(\fR\x10parametersSchema\x12@\n" +
 	"\vannotations\x18\x04 \x01(\v2\x1e.agenthost.tool.v1.AnnotationsR\vannotations\x12\x15\n" +
-	"\x06opt_in\x18\x05 \x01(\bR\x05optIn\"\x8b\x01\n" +
+	"\x06opt_in\x18\x05 \x01(\bR\x05optIn\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\"\x8b\x01\n" +
 	"\vAnnotations\x12\x1b\n" +
 	"\tread_only\x18\x01 \x01(\bR\breadOnly\x12 \n" +
 	"\vdestructive\x18\x02 \x01(\bR\vdestructive\x12\x1e\n" +

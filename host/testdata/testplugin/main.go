@@ -87,6 +87,15 @@ func main() {
 			}) (string, error) {
 				return strings.Repeat("x", in.N), nil
 			}),
+		sdk.NewTool(sdk.Info{Name: "patient", Description: "Sleep, with a deadline of its own.", Annotations: sdk.Annotations{Timeout: 400 * time.Millisecond}},
+			func(ctx context.Context, in sleepInput) (string, error) {
+				select {
+				case <-time.After(time.Duration(in.Millis) * time.Millisecond):
+					return "slept", nil
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}),
 		sdk.NewTool(sdk.Info{Name: "danger", Description: "An opt-in tool.", Annotations: sdk.Annotations{Destructive: true, OptIn: true}},
 			func(ctx context.Context, in empty) (string, error) { return "done", nil }),
 	)
