@@ -49,10 +49,15 @@ func runHostHelper(dir string) {
 	select {}
 }
 
+// fsTools are the tools of agenthost-plugin-fs, in its order.
+var fsTools = []string{"read_file", "write_file", "list_dir", "mkdir", "remove", "move", "edit_file"}
+
 // Plugins of this tree, by the name they are installed under.
 var pluginPackages = map[string]string{
 	"fs":      "./plugins/fs",
 	"session": "./plugins/session",
+	"search":  "./plugins/search",
+	"bash":    "./plugins/bash",
 	"test":    "./host/testdata/testplugin",
 	"zdup":    "./host/testdata/dupplugin",
 	"exit":    "./host/testdata/exitplugin",

@@ -38,11 +38,10 @@ func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
 	}
 	reg := load(t, dir, nil)
 
-	want := []string{
-		"read_file", "write_file", // agenthost-plugin-fs
+	want := slices.Concat(fsTools, []string{
 		"save_session_context", // agenthost-plugin-session
 		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "state", "stdout", "big", "patient", "danger",
-	}
+	})
 	if got := reg.ToolNames(); !slices.Equal(got, want) {
 		t.Errorf("ToolNames() = %v\nwant %v", got, want)
 	}
@@ -67,11 +66,11 @@ func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
 
 func TestPluginToolsExecute(t *testing.T) {
 	t.Parallel()
-	reg := load(t, pluginDir(t, "fs", "test"), nil)
 	work := t.TempDir()
+	reg := load(t, pluginDir(t, "fs", "test"), &host.Options{Roots: []string{work}})
 	path := filepath.Join(work, "notes", "a.txt")
 
-	if got, want := call(t, reg, "write_file", fmt.Sprintf(`{"path":%q,"content":"one\ntwo\nthree\n"}`, path)), "Wrote 14 bytes to "+path; got != want {
+	if got, want := call(t, reg, "write_file", fmt.Sprintf(`{"path":%q,"content":"one\ntwo\nthree\n"}`, path)), "Wrote 14 bytes to notes/a.txt"; got != want {
 		t.Errorf("write_file = %q, want %q", got, want)
 	}
 	if got := call(t, reg, "read_file", fmt.Sprintf(`{"path":%q,"offset":2,"limit":1}`, path)); got != "two\n" {
@@ -243,11 +242,13 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 		}
 	}
 	logs := &logBuffer{}
+	work := t.TempDir()
 	reg := load(t, dir, &host.Options{
 		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}),
+		Roots:  []string{work},
 	})
 
-	if got, want := reg.ToolNames(), []string{"read_file", "write_file"}; !slices.Equal(got, want) {
+	if got, want := reg.ToolNames(), fsTools; !slices.Equal(got, want) {
 		t.Errorf("ToolNames() = %v, want %v", got, want)
 	}
 	reasons := map[string]string{
@@ -274,7 +275,7 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 			t.Errorf("%d warnings for %s in the log:\n%s", n, path, logs)
 		}
 	}
-	if got := call(t, reg, "write_file", fmt.Sprintf(`{"path":%q,"content":"ok"}`, filepath.Join(t.TempDir(), "f"))); !strings.HasPrefix(got, "Wrote 2 bytes") {
+	if got := call(t, reg, "write_file", fmt.Sprintf(`{"path":%q,"content":"ok"}`, filepath.Join(work, "f"))); !strings.HasPrefix(got, "Wrote 2 bytes") {
 		t.Errorf("write_file = %q", got)
 	}
 	// Nothing of the plugins keeps running once the registry is closed:

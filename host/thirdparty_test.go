@@ -22,7 +22,7 @@ func TestThirdPartyPluginIsLikeABuiltIn(t *testing.T) {
 	if got := infos[thirdParty]; got.Plugin != "agenthost-plugin-clock" || !got.Enabled || !got.Annotations.ReadOnly || !got.Annotations.OpenWorld {
 		t.Errorf("%s: %+v", thirdParty, got)
 	}
-	if got := reg.ToolNames(); !slices.Equal(got, []string{thirdParty, builtIn, "write_file"}) {
+	if got := reg.ToolNames(); !slices.Equal(got, append([]string{thirdParty}, fsTools...)) {
 		t.Errorf("ToolNames() = %v", got)
 	}
 

@@ -107,6 +107,12 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
 	}
 	result, err := s.run(ctx, t, req.GetArguments())
+	if err != nil && ctx.Err() != nil {
+		// The call's deadline or the caller's cancellation ended it: say
+		// so in the protocol, so the host reports the cause, not whatever
+		// the tool made of it.
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	// Protobuf strings are UTF-8: bytes that are not reach the model as
 	// U+FFFD rather than break the response.
 	if err != nil {

@@ -1,8 +1,32 @@
-// Command agenthost-plugin-fs serves the file system tools.
+// Command agenthost-plugin-fs serves the file system tools: read_file,
+// write_file, list_dir, mkdir, remove (opt-in), move and edit_file.
+//
+// Every path stays inside the call's workspace roots (sdk.Roots): a path
+// is placed in a root lexically, its symbolic links are followed one hop
+// at a time and each target placed again (so links between roots work and
+// links out of them are refused), and every file operation then goes
+// through that root's os.Root, which also refuses a path swapped for a
+// link after the check. A refused path is the error
+// `path "P" is outside the workspace roots`. A root of / opts out.
+//
+// Errors name a path as the model gave it; answers name it relative to
+// its root. The limits:
+//   - read_file returns at most 256 KiB of text per call, cut at a line
+//     boundary with a note giving the offset to read on from; base64
+//     reads files up to 10 MiB and refuses larger ones.
+//   - list_dir shows sizes in bytes under 1 KiB, then in KiB, MiB, ... with
+//     one decimal; at most 500 entries unless max_entries says otherwise;
+//     depth at most 5; links are shown, never entered.
+//   - edit_file edits utf-8 text files up to 10 MiB.
+//   - move never replaces an existing destination without overwrite,
+//     using renameat2(RENAME_NOREPLACE) on Linux (link and unlink for
+//     files where a file system lacks it); across file systems it copies
+//     to a temporary name beside the destination, renames that into place
+//     the same way, and removes the source.
 package main
 
 import "github.com/agenthost/agenthost/sdk"
 
 func main() {
-	sdk.Serve(readFile, writeFile)
+	sdk.Serve(readFile, writeFile, listDir, mkdir, remove, move, editFile)
 }

@@ -1,30 +1,51 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
+	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
 
+const (
+	// maxTextOutput caps the text read_file returns: the selection is cut
+	// at a line boundary before it passes 256 KiB, line-number prefixes
+	// included, and a note says how to read on.
+	maxTextOutput = 256 << 10
+	// maxBase64File is the largest file read_file returns as base64 (its
+	// encoding is a third larger). Larger files are refused: base64 cannot
+	// be read in parts.
+	maxBase64File = 10 << 20
+	// sniffSize is how much of a file is checked for NUL bytes and invalid
+	// utf-8 before it is read as text.
+	sniffSize = 8 << 10
+)
+
 type readFileInput struct {
-	Path     string `json:"path" jsonschema:"Path of the file to read."`
-	Encoding string `json:"encoding,omitempty" jsonschema:"How to return the content: utf-8 (the default) for text, base64 for binary files."`
-	Offset   int    `json:"offset,omitempty" jsonschema:"1-based line to start reading at (utf-8 only). Default 1."`
-	Limit    int    `json:"limit,omitempty" jsonschema:"Maximum number of lines to return (utf-8 only). Default: to the end of the file."`
+	Path        string `json:"path" jsonschema:"Path of the file to read."`
+	Encoding    string `json:"encoding,omitempty" jsonschema:"How to return the content: utf-8 (the default) for text, base64 for binary files (up to 10 MiB)."`
+	Offset      int    `json:"offset,omitempty" jsonschema:"1-based line to start reading at (utf-8 only). Default 1."`
+	Limit       int    `json:"limit,omitempty" jsonschema:"Maximum number of lines to return (utf-8 only). Default: to the end of the file, up to 256 KiB of text."`
+	LineNumbers bool   `json:"line_numbers,omitempty" jsonschema:"Prefix each line with its 1-based line number and a tab, like cat -n (utf-8 only). Default false."`
 }
 
 var readFile = sdk.NewTool(sdk.Info{
-	Name:        "read_file",
-	Description: "Read a file and return its contents. Text is returned as utf-8; use encoding base64 for binary files. Use offset and limit to read part of a long text file by lines.",
+	Name: "read_file",
+	Description: "Read a file and return its contents. Text is returned as utf-8, at most 256 KiB per call: a longer file is cut at a line boundary with a note giving the offset to read on from. " +
+		"Use offset and limit to read part of a long text file by lines, line_numbers to number the lines, and encoding base64 for binary files.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
-}, func(ctx context.Context, in readFileInput) (string, error) {
+}, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in readFileInput) (string, error) {
 	encoding, err := normalizeEncoding(in.Encoding)
 	if err != nil {
 		return "", err
@@ -32,24 +53,33 @@ var readFile = sdk.NewTool(sdk.Info{
 	if in.Offset < 0 || in.Limit < 0 {
 		return "", errors.New("offset and limit must not be negative")
 	}
-	if encoding == "base64" && (in.Offset != 0 || in.Limit != 0) {
-		return "", errors.New("offset and limit apply to utf-8 text; read the whole file with base64")
+	if encoding == "base64" && (in.Offset != 0 || in.Limit != 0 || in.LineNumbers) {
+		return "", errors.New("offset, limit and line_numbers apply to utf-8 text; read the whole file with base64")
 	}
-	data, err := readRegularFile(in.Path)
+	_, p, err := resolve(w, in.Path, true)
 	if err != nil {
 		return "", err
 	}
+	f, size, err := openRegular(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
 	if encoding == "base64" {
+		if size > maxBase64File {
+			return "", fmt.Errorf("%s is %d bytes: base64 reads files up to %d bytes (10 MiB)", p.Arg, size, maxBase64File)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxBase64File+1))
+		if err != nil {
+			return "", pathErr(p, err)
+		}
+		if len(data) > maxBase64File {
+			return "", fmt.Errorf("%s grew past %d bytes while it was read: base64 reads files up to 10 MiB", p.Arg, maxBase64File)
+		}
 		return base64.StdEncoding.EncodeToString(data), nil
 	}
-	if !utf8.Valid(data) {
-		return "", fmt.Errorf("%s is not utf-8 text (%d bytes): read it with encoding base64", in.Path, len(data))
-	}
-	if in.Offset == 0 && in.Limit == 0 {
-		return string(data), nil
-	}
-	return lineRange(string(data), in.Offset, in.Limit)
-})
+	return readText(ctx, f, p.Arg, size, in)
+}))
 
 func normalizeEncoding(e string) (string, error) {
 	switch strings.ToLower(e) {
@@ -61,39 +91,162 @@ func normalizeEncoding(e string) (string, error) {
 	return "", fmt.Errorf("unsupported encoding %q: use \"utf-8\" or \"base64\"", e)
 }
 
-// readRegularFile reads a file, with errors that say plainly what is wrong.
-func readRegularFile(path string) ([]byte, error) {
-	if path == "" {
-		return nil, errors.New("path is empty")
+// openRegular opens a resolved path for reading through its root, with
+// errors that say plainly what is wrong. It opens without blocking, so a
+// FIFO swapped in cannot hang the call, and refuses anything but a
+// regular file.
+func openRegular(p workspace.Path) (*os.File, int64, error) {
+	f, err := p.Root.OpenFile(p.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) && !workspace.IsEscape(err) {
+		return nil, 0, fmt.Errorf("file not found: %s", p.Arg)
 	}
-	info, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, pathErr(p, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, pathErr(p, err)
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("file not found: %s", path)
-	case err != nil:
-		return nil, err
 	case info.IsDir():
-		return nil, fmt.Errorf("%s is a directory, not a file", path)
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is a directory, not a file", p.Arg)
+	case !info.Mode().IsRegular():
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is a %s, not a regular file", p.Arg, kindOf(info.Mode()))
 	}
-	return os.ReadFile(path)
+	return f, info.Size(), nil
 }
 
-// lineRange returns limit lines of text from the 1-based line offset (0
-// means 1); limit 0 means to the end.
-func lineRange(text string, offset, limit int) (string, error) {
-	if offset == 0 {
-		offset = 1
+// readText returns the lines of f that in selects, with no more than
+// maxTextOutput bytes read into memory beyond one buffer.
+func readText(ctx context.Context, f *os.File, arg string, size int64, in readFileInput) (string, error) {
+	notText := func() error {
+		return fmt.Errorf("%s is not utf-8 text (%d bytes): read it with encoding base64", arg, size)
 	}
-	lines := strings.SplitAfter(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(sniffSize)
+	if looksBinary(head) {
+		return "", notText()
 	}
-	if offset > len(lines) {
-		return "", fmt.Errorf("offset %d is past the end of the file (%d lines)", offset, len(lines))
+	offset := max(in.Offset, 1)
+	for line := 1; line < offset; line++ {
+		if line%4096 == 0 && ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		_, n, err := readLine(br, nil, -1)
+		if err != nil {
+			return "", err
+		}
+		if n == 0 {
+			return "", fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, line-1)
+		}
 	}
-	end := len(lines)
-	if limit > 0 && offset-1+limit < end {
-		end = offset - 1 + limit
+	var out bytes.Buffer
+	var scratch []byte
+	shown, shownBytes := 0, int64(0)
+	var note string
+	for in.Limit == 0 || shown < in.Limit {
+		number := offset + shown
+		prefix := ""
+		if in.LineNumbers {
+			prefix = fmt.Sprintf("%6d\t", number)
+		}
+		room := maxTextOutput - out.Len() - len(prefix)
+		var n int
+		var err error
+		scratch, n, err = readLine(br, scratch[:0], max(room, 0))
+		if err != nil {
+			return "", err
+		}
+		if n == 0 {
+			if shown == 0 && in.Offset > 0 {
+				return "", fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, number-1)
+			}
+			break
+		}
+		if n > room {
+			if shown == 0 {
+				// One line longer than the cap: show its head.
+				cut := validPrefix(scratch[:max(room, 0)])
+				if !isText(cut) {
+					return "", notText()
+				}
+				out.WriteString(prefix)
+				out.Write(cut)
+				note = fmt.Sprintf("[Line %d alone is longer than the 256 KiB that read_file returns: its first %d bytes are shown. The next line is at offset %d.]", number, len(cut), number+1)
+			} else {
+				note = fmt.Sprintf("[Output capped at 256 KiB: showed lines %d-%d (%d bytes) of a %d-byte file. To read on, call read_file with offset %d.]", offset, number-1, shownBytes, size, number)
+			}
+			break
+		}
+		if !isText(scratch) {
+			return "", notText()
+		}
+		out.WriteString(prefix)
+		out.Write(scratch)
+		shown++
+		shownBytes += int64(n)
 	}
-	return strings.Join(lines[offset-1:end], ""), nil
+	if note != "" {
+		if out.Len() > 0 && out.Bytes()[out.Len()-1] != '\n' {
+			out.WriteByte('\n')
+		}
+		out.WriteString(note)
+	}
+	return out.String(), nil
+}
+
+// readLine reads the next line of br, its newline included, appending
+// it to dst. It returns the line's length, 0 at the end of the input. With
+// keep >= 0 it stops once it has more than keep bytes, and then returns
+// keep+1 bytes and n = keep+1: a cut line, the rest unread. With keep < 0
+// it reads the whole line however long, keeping nothing.
+func readLine(br *bufio.Reader, dst []byte, keep int) ([]byte, int, error) {
+	n := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if keep >= 0 {
+			take := min(keep+1-len(dst), len(chunk))
+			dst = append(dst, chunk[:take]...)
+			if len(dst) > keep {
+				return dst, len(dst), nil
+			}
+		}
+		n += len(chunk)
+		switch {
+		case err == nil, errors.Is(err, io.EOF):
+			return dst, n, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return dst, n, err
+		}
+	}
+}
+
+// looksBinary reports whether the head of a file is not text (a rune cut
+// by the end of head is allowed).
+func looksBinary(head []byte) bool {
+	return !isText(validPrefix(head))
+}
+
+// isText reports whether b is text: utf-8 without NUL bytes.
+func isText(b []byte) bool {
+	return bytes.IndexByte(b, 0) < 0 && utf8.Valid(b)
+}
+
+// validPrefix drops an incomplete utf-8 sequence at the end of b: at most
+// the last three bytes, when they start a rune that b cuts.
+func validPrefix(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
 }

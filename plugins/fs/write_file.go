@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -16,14 +16,15 @@ type writeFileInput struct {
 
 var writeFile = sdk.NewTool(sdk.Info{
 	Name:        "write_file",
-	Description: "Write content to a file, replacing it if it exists and creating it and its parent directories if not. The write is atomic: readers see the old content or the new, never a mix.",
+	Description: "Write content to a file, replacing it if it exists and creating it and its parent directories if not. The write is atomic: readers see the old content or the new, never a mix. An existing file keeps its permissions.",
 	Annotations: sdk.Annotations{Destructive: true, Idempotent: true},
-}, func(ctx context.Context, in writeFileInput) (string, error) {
-	if in.Path == "" {
-		return "", errors.New("path is empty")
-	}
-	if err := atomicfile.Write(in.Path, []byte(in.Content), 0o644); err != nil {
+}, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in writeFileInput) (string, error) {
+	given, p, err := resolve(w, in.Path, true)
+	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Wrote %d bytes to %s", len(in.Content), in.Path), nil
-})
+	if err := atomicfile.WriteIn(p.Root, p.Rel, []byte(in.Content), 0o644); err != nil {
+		return "", pathErr(p, err)
+	}
+	return fmt.Sprintf("Wrote %d bytes to %s", len(in.Content), given.Display()), nil
+}))

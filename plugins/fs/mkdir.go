@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/agenthost/agenthost/internal/workspace"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+type mkdirInput struct {
+	Path string `json:"path" jsonschema:"Path of the directory to create. Missing parent directories are created too."`
+}
+
+var mkdir = sdk.NewTool(sdk.Info{
+	Name:        "mkdir",
+	Description: "Create a directory and any missing parents, like mkdir -p. A directory that already exists is not an error.",
+	Annotations: sdk.Annotations{Idempotent: true},
+}, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in mkdirInput) (string, error) {
+	given, p, err := resolve(w, in.Path, true)
+	if err != nil {
+		return "", err
+	}
+	info, err := p.Root.Lstat(p.Rel)
+	switch {
+	case err == nil && info.IsDir():
+		return fmt.Sprintf("Directory %s already exists", given.Display()), nil
+	case err == nil:
+		return "", fmt.Errorf("%s already exists and is not a directory", p.Arg)
+	case !errors.Is(err, fs.ErrNotExist) || workspace.IsEscape(err):
+		return "", pathErr(p, err)
+	}
+	if err := p.Root.MkdirAll(p.Rel, 0o755); err != nil {
+		return "", pathErr(p, err)
+	}
+	return fmt.Sprintf("Created directory %s", given.Display()), nil
+}))
