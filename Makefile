@@ -1,6 +1,6 @@
 GO ?= go
 BIN := bin
-PLUGINS := fs session
+PLUGINS := fs session search bash
 EXAMPLES := clock
 
 .PHONY: all build run test bench proto clean
@@ -25,8 +25,12 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
 
+# bench measures the plugin call path against an in-process call, and
+# the search tools against rg and fd (Debian packages ripgrep and fd-find)
+# on Go's own source tree, printing the ratios. It installs nothing.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./host/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
 
 # proto regenerates the committed protocol code. It needs protoc (Debian's
 # protobuf-compiler) and the two Go generators below.

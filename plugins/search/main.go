@@ -1,0 +1,9 @@
+// Command agenthost-plugin-search serves the search tools: search_text
+// finds lines in files, search_files finds files by a glob.
+package main
+
+import "github.com/agenthost/agenthost/sdk"
+
+func main() {
+	sdk.Serve(searchText, searchFiles)
+}

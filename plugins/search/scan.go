@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agenthost/agenthost/internal/workspace"
+)
+
+const (
+	// maxFileSize is the largest file search_text reads; larger ones are
+	// skipped and counted.
+	maxFileSize = 256 << 20
+	// readBufferSize is a worker's first read buffer; it grows for larger
+	// files, and is dropped after one larger than keepBufferSize.
+	readBufferSize = 64 << 10
+	keepBufferSize = 8 << 20
+)
+
+// textSearch is one search_text call.
+type textSearch struct {
+	m          *matcher
+	include    *includeFilter
+	context    int
+	limit      int
+	coll       *collector
+	unreadable atomic.Int64
+	tooLarge   atomic.Int64
+
+	mu      sync.Mutex
+	workers []*textWorker
+}
+
+// textWorker is a worker's reusable state.
+type textWorker struct {
+	buf   []byte
+	spans []span
+}
+
+// span is a matching line: its number and its bounds in the buffer.
+type span struct {
+	num        int
+	start, end int
+}
+
+func (s *textSearch) newWorker() *textWorker {
+	w := &textWorker{buf: getBuffer()}
+	s.mu.Lock()
+	s.workers = append(s.workers, w)
+	s.mu.Unlock()
+	return w
+}
+
+// release gives the workers' buffers back.
+func (s *textSearch) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.workers {
+		putBuffer(w.buf)
+		w.buf = nil
+	}
+	s.workers = nil
+}
+
+// buffers keeps read buffers between calls, so that a search does not
+// grow new ones to the size of the larger files again.
+var buffers struct {
+	sync.Mutex
+	free [][]byte
+}
+
+const keepBuffers = 8
+
+func getBuffer() []byte {
+	buffers.Lock()
+	defer buffers.Unlock()
+	if n := len(buffers.free); n > 0 {
+		b := buffers.free[n-1]
+		buffers.free = buffers.free[:n-1]
+		return b
+	}
+	return make([]byte, 0, readBufferSize)
+}
+
+func putBuffer(b []byte) {
+	if cap(b) > keepBufferSize {
+		return
+	}
+	buffers.Lock()
+	defer buffers.Unlock()
+	if len(buffers.free) < keepBuffers {
+		buffers.free = append(buffers.free, b[:0])
+	}
+}
+
+// visit searches a file the walk found.
+func (s *textSearch) visit(w *textWorker, e *entry) {
+	if e.typ != 0 && e.typ&fs.ModeSymlink == 0 {
+		return // a directory, a device, a pipe, a socket
+	}
+	if s.include != nil && !s.include.match(e) {
+		return
+	}
+	if cap(w.buf) > keepBufferSize {
+		// The last file was a large one: do not keep its memory.
+		w.buf = make([]byte, 0, readBufferSize)
+	}
+	buf, err := e.read(w.buf)
+	if !s.keep(w, buf, err) {
+		// A symbolic link that leaves the root, dangles or names a
+		// directory is no file to search.
+		if e.typ&fs.ModeSymlink == 0 && !errors.Is(err, errTooLarge) {
+			s.unreadable.Add(1)
+		}
+		return
+	}
+	r := s.search(w, func() string { return displayPath(e.dir.start.rootPath, e.rel()) })
+	if r.matches > 0 && bytes.IndexByte(w.buf, 0) >= 0 {
+		return // binary
+	}
+	s.coll.add(r)
+}
+
+// explicitFile searches a file given in paths. It reports whether the file
+// is binary, and so was skipped.
+func (s *textSearch) explicitFile(w *textWorker, p workspace.Path) (binary bool, err error) {
+	f, err := p.Root.OpenFile(p.Rel, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return false, p.Err(err)
+	}
+	buf, err := readAll(f, w.buf[:0])
+	f.Close()
+	if !s.keep(w, buf, err) {
+		if errors.Is(err, errTooLarge) {
+			return false, nil
+		}
+		return false, p.Err(err)
+	}
+	if bytes.IndexByte(w.buf, 0) >= 0 {
+		return true, nil
+	}
+	s.coll.add(s.search(w, p.Display))
+	return false, nil
+}
+
+// keep takes a file's content into the worker's buffer, and reports
+// whether it is there to search.
+func (s *textSearch) keep(w *textWorker, buf []byte, err error) bool {
+	w.buf = buf
+	if errors.Is(err, errTooLarge) {
+		s.tooLarge.Add(1)
+	}
+	return err == nil
+}
+
+// search finds the matching lines of the worker's buffer. key names the
+// file; it is asked for only when there is a match.
+func (s *textSearch) search(w *textWorker, key func() string) fileResult {
+	var r fileResult
+	buf := w.buf
+	spans := w.spans[:0]
+	store := false
+	line, pos := 1, 0
+	// Keep one span more than can be shown: the context after the last
+	// shown match stops before it.
+	keep := s.limit + 1
+	s.m.eachLine(buf, func(start, end int) bool {
+		if r.matches == 0 {
+			r.key = key()
+			store = s.coll.wants(r.key)
+		}
+		r.matches++
+		if store && len(spans) < keep {
+			line += bytes.Count(buf[pos:start], newline)
+			pos = start
+			spans = append(spans, span{line, start, end})
+		}
+		return true
+	})
+	w.spans = spans
+	if len(spans) == 0 {
+		return r
+	}
+	next := 0 // the line of the first match not shown, if known
+	if len(spans) > s.limit {
+		next = spans[s.limit].num
+		spans = spans[:s.limit]
+	}
+	r.stored = len(spans)
+	r.lines = s.withContext(buf, spans, next)
+	return r
+}
+
+var newline = []byte{'\n'}
+
+// withContext returns the matching lines with s.context lines before and
+// after each; the context after the last one stops before line next,
+// unless next is 0.
+func (s *textSearch) withContext(buf []byte, spans []span, next int) []outLine {
+	c := s.context
+	lines := make([]outLine, 0, len(spans)*(1+2*c))
+	last := 0 // the last line added
+	for i, sp := range spans {
+		if c > 0 {
+			first := max(sp.num-c, last+1)
+			at := len(lines)
+			start := sp.start
+			for n := sp.num - 1; n >= first; n-- {
+				end := start - 1
+				start = bytes.LastIndexByte(buf[:end], '\n') + 1
+				lines = append(lines, outLine{num: n, text: lineText(buf[start:end])})
+			}
+			reverse(lines[at:])
+		}
+		lines = append(lines, outLine{num: sp.num, text: lineText(buf[sp.start:sp.end]), match: true})
+		last = sp.num
+		if c == 0 {
+			continue
+		}
+		stop := sp.num + c
+		if i+1 < len(spans) {
+			stop = min(stop, spans[i+1].num-1)
+		} else if next > 0 {
+			stop = min(stop, next-1)
+		}
+		for n, start := sp.num+1, sp.end+1; n <= stop && start < len(buf); n++ {
+			end := len(buf)
+			if j := bytes.IndexByte(buf[start:], '\n'); j >= 0 {
+				end = start + j
+			}
+			lines = append(lines, outLine{num: n, text: lineText(buf[start:end])})
+			last = n
+			start = end + 1
+		}
+	}
+	return lines
+}
+
+func reverse(lines []outLine) {
+	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+		lines[i], lines[j] = lines[j], lines[i]
+	}
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/agenthost/agenthost/internal/workspace"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+const defaultFileResults = 500
+
+type searchFilesInput struct {
+	Pattern       string `json:"pattern" jsonschema:"A glob matched against paths relative to path: * and ? within a name, ** across directories, {a,b} alternatives, [abc] classes. Examples: **/*.go, src/**/*_test.go, {cmd,internal}/*.go, **/testdata/ (a trailing slash: directories only). *.go matches only directly in path; **/*.go at any depth."`
+	Path          string `json:"path,omitempty" jsonschema:"The directory to search from. Default: the first workspace root."`
+	MaxResults    int    `json:"max_results,omitempty" jsonschema:"The most paths to list. Default 500."`
+	IncludeHidden bool   `json:"include_hidden,omitempty" jsonschema:"Also match hidden files and directories (names starting with a dot); a pattern that names one, like .github/**, includes them anyway. .git is never listed."`
+}
+
+var searchFiles = sdk.NewTool(sdk.Info{
+	Name: "search_files",
+	Description: "Find files and directories whose paths match a glob (doublestar syntax: **/*.go, {a,b}/*.txt). " +
+		"Answers with the matching paths, sorted, one per line, directories with a trailing /. " +
+		"Skips .git, hidden entries (unless include_hidden) and what .gitignore or .ignore files exclude; symbolic links are listed but never followed.",
+	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
+}, runSearchFiles)
+
+// foundPath is a path search_files matched.
+type foundPath struct {
+	key   string // as reported, without the trailing / of a directory
+	isDir bool
+}
+
+func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
+	limit := in.MaxResults
+	switch {
+	case limit < 0:
+		return "", errors.New("max_results must not be negative")
+	case limit == 0:
+		limit = defaultFileResults
+	}
+	pattern, err := checkGlob(in.Pattern)
+	if err != nil {
+		return "", err
+	}
+	ws, err := workspace.FromContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer ws.Close()
+	arg := in.Path
+	if arg == "" {
+		arg = ws.First()
+	}
+	base, err := ws.Resolve(arg)
+	if err != nil {
+		return "", err
+	}
+	info, err := base.Root.Stat(base.Rel)
+	if err != nil {
+		return "", base.Err(err)
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", arg)
+	}
+
+	g := newGlobWalk(pattern, in.IncludeHidden)
+	start := &walkStart{ws: base.Root, rootPath: base.RootPath, rel: slashRel(base.Rel), baseRel: g.prefix}
+	if g.prefix != "" {
+		start.rel = joinRel(start.rel, g.prefix)
+		info, err := base.Root.Stat(filepath.FromSlash(start.rel))
+		if workspace.IsEscape(err) {
+			name := filepath.FromSlash(g.prefix)
+			if in.Path != "" {
+				name = filepath.Join(in.Path, name)
+			}
+			return "", workspace.OutsideError(name)
+		}
+		if err != nil || !info.IsDir() {
+			return noFiles(in.Pattern, base), nil
+		}
+	}
+	found, err := g.run(ctx, start)
+	switch {
+	case ctx.Err() != nil:
+		return "", stopped(ctx.Err())
+	case workspace.IsEscape(err):
+		return "", workspace.OutsideError(arg)
+	case err != nil:
+		return "", err
+	case len(found) == 0:
+		return noFiles(in.Pattern, base), nil
+	}
+	var sb strings.Builder
+	for i, f := range found {
+		if i == limit {
+			fmt.Fprintf(&sb, "... and %d more (max_results %d)\n", len(found)-limit, limit)
+			break
+		}
+		sb.WriteString(f.key)
+		if f.isDir {
+			sb.WriteByte('/')
+		}
+		sb.WriteByte('\n')
+	}
+	return strings.TrimSuffix(sb.String(), "\n"), nil
+}
+
+// globWalk is a search_files walk: where it starts and stops, what it
+// matches.
+type globWalk struct {
+	pattern  string
+	dirsOnly bool   // the pattern ended with "/"
+	prefix   string // the pattern's leading directories without wildcards, where the walk starts
+	opts     walkOptions
+}
+
+func newGlobWalk(pattern string, hidden bool) *globWalk {
+	g := &globWalk{dirsOnly: strings.HasSuffix(pattern, "/")}
+	g.pattern = strings.TrimRight(pattern, "/")
+	prefix, rest := doublestar.SplitPattern(g.pattern)
+	if prefix == "." || strings.Contains(prefix, `\`) {
+		prefix, rest = "", g.pattern
+	}
+	g.prefix = prefix
+	g.opts.hidden = hidden || namesHidden(rest)
+	if !strings.Contains(rest, "**") {
+		// No deeper than the pattern's segments.
+		g.opts.maxDepth = strings.Count(rest, "/") + 1
+	}
+	return g
+}
+
+// run walks from start and returns the matching paths, sorted.
+func (g *globWalk) run(ctx context.Context, start *walkStart) ([]foundPath, error) {
+	var mu sync.Mutex
+	var states []*[]foundPath
+	newState := func() *[]foundPath {
+		p := new([]foundPath)
+		mu.Lock()
+		states = append(states, p)
+		mu.Unlock()
+		return p
+	}
+	visit := func(out *[]foundPath, e *entry) {
+		isDir := e.typ.IsDir()
+		if (isDir || !g.dirsOnly) && doublestar.MatchUnvalidated(g.pattern, e.baseRel()) {
+			*out = append(*out, foundPath{key: displayPath(e.dir.start.rootPath, e.rel()), isDir: isDir})
+		}
+	}
+	if err := walk(ctx, []*walkStart{start}, g.opts, newState, visit); err != nil {
+		return nil, err
+	}
+	var all []foundPath
+	for _, s := range states {
+		all = append(all, *s...)
+	}
+	slices.SortFunc(all, func(a, b foundPath) int { return comparePaths(a.key, b.key) })
+	return all, nil
+}
+
+// checkGlob validates a search_files pattern and returns it without a
+// leading "./".
+func checkGlob(pattern string) (string, error) {
+	p := strings.TrimPrefix(pattern, "./")
+	switch {
+	case strings.Trim(p, "/") == "":
+		return "", errors.New("pattern is empty")
+	case strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("pattern %q is absolute: the pattern matches paths relative to path, so put the directory in path", pattern)
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return "", fmt.Errorf("pattern %q contains \"..\": put the directory to search in path", pattern)
+	case !doublestar.ValidatePattern(p):
+		return "", fmt.Errorf("invalid glob pattern %q", pattern)
+	}
+	return p, nil
+}
+
+// namesHidden reports whether a pattern names a hidden entry itself: a
+// segment that starts with a dot.
+func namesHidden(pattern string) bool {
+	for seg := range strings.SplitSeq(pattern, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+func noFiles(pattern string, base workspace.Path) string {
+	msg := fmt.Sprintf("No files matching %q in %s", pattern, displayArg(base))
+	if !strings.Contains(pattern, "/") {
+		msg += fmt.Sprintf(" (the pattern matches paths relative to that directory; **/%s matches at any depth)", pattern)
+	}
+	return msg
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/agenthost/agenthost/internal/workspace"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+const (
+	defaultTextResults = 200
+	maxContext         = 50
+)
+
+type searchTextInput struct {
+	Query           string   `json:"query" jsonschema:"The text to find: a literal string, or an RE2 regular expression when regex is true. It is matched within single lines."`
+	Paths           []string `json:"paths,omitempty" jsonschema:"Files or directories to search. Default: the first workspace root."`
+	Regex           bool     `json:"regex,omitempty" jsonschema:"Treat query as an RE2 regular expression (Go syntax). Default false: a literal string."`
+	CaseInsensitive bool     `json:"case_insensitive,omitempty" jsonschema:"Match letters of either case. Default false."`
+	Include         string   `json:"include,omitempty" jsonschema:"Search only files matching this glob: without a slash it matches file names at any depth (*.go, *.{c,h}); with one, paths relative to the searched directory (src/**/*.ts)."`
+	Context         int      `json:"context,omitempty" jsonschema:"Lines of context to show before and after each match (0 to 50). Default 0."`
+	MaxResults      int      `json:"max_results,omitempty" jsonschema:"The most matching lines to show. Default 200."`
+	IncludeHidden   bool     `json:"include_hidden,omitempty" jsonschema:"Also search hidden files and directories (names starting with a dot). .git is never searched."`
+}
+
+var searchText = sdk.NewTool(sdk.Info{
+	Name: "search_text",
+	Description: "Search file contents for a literal string or a regular expression, like ripgrep. " +
+		"Answers with matching lines as path:line:text, sorted by path and line (context lines as path-line-text, groups separated by --). " +
+		"Directories are searched recursively, skipping binary files, .git, hidden files (unless include_hidden) and files that .gitignore or .ignore files exclude; " +
+		"symbolic links to directories are not followed. Long lines are cut at 500 characters.",
+	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
+}, runSearchText)
+
+func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
+	limit := in.MaxResults
+	switch {
+	case limit < 0:
+		return "", errors.New("max_results must not be negative")
+	case limit == 0:
+		limit = defaultTextResults
+	}
+	if in.Context < 0 || in.Context > maxContext {
+		return "", fmt.Errorf("context must be between 0 and %d", maxContext)
+	}
+	m, err := newMatcher(in.Query, in.Regex, in.CaseInsensitive)
+	if err != nil {
+		return "", err
+	}
+	include, err := newIncludeFilter(in.Include)
+	if err != nil {
+		return "", err
+	}
+	ws, err := workspace.FromContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer ws.Close()
+
+	starts, files, display, err := resolveSearchPaths(ws, in.Paths)
+	if err != nil {
+		return "", err
+	}
+
+	s := &textSearch{m: m, include: include, context: in.Context, limit: limit, coll: newCollector(limit, in.Context, len(display) > 1)}
+	defer s.release()
+	var notes []string
+	w := s.newWorker()
+	for _, p := range files {
+		if err := ctx.Err(); err != nil {
+			return "", stopped(err)
+		}
+		binary, err := s.explicitFile(w, p)
+		if err != nil {
+			return "", err
+		}
+		if binary {
+			notes = append(notes, fmt.Sprintf("(skipped binary file %s)", p.Display()))
+		}
+	}
+	if len(starts) > 0 {
+		if err := walk(ctx, starts, walkOptions{hidden: in.IncludeHidden}, s.newWorker, s.visit); err != nil {
+			if ctx.Err() != nil {
+				return "", stopped(ctx.Err())
+			}
+			return "", err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", stopped(err)
+	}
+
+	results, shown, total := s.coll.result()
+	if n := s.unreadable.Load(); n > 0 {
+		notes = append(notes, fmt.Sprintf("(%d files could not be read)", n))
+	}
+	if n := s.tooLarge.Load(); n > 0 {
+		notes = append(notes, fmt.Sprintf("(%d files larger than %d MiB skipped)", n, maxFileSize>>20))
+	}
+	var sb strings.Builder
+	if total == 0 {
+		fmt.Fprintf(&sb, "No matches for %q in %s\n", in.Query, strings.Join(display, ", "))
+	} else {
+		formatMatches(&sb, results, in.Context > 0)
+		if total > shown {
+			sb.WriteString(moreNote(total-shown, limit, "matches"))
+			sb.WriteByte('\n')
+		}
+	}
+	for _, n := range notes {
+		sb.WriteString(n)
+		sb.WriteByte('\n')
+	}
+	return strings.TrimSuffix(sb.String(), "\n"), nil
+}
+
+// resolveSearchPaths places search_text's paths in the workspace: the
+// directories to walk, the files to search, and how to name them all.
+func resolveSearchPaths(ws *workspace.Workspace, args []string) (starts []*walkStart, files []workspace.Path, display []string, err error) {
+	if len(args) == 0 {
+		args = []string{ws.First()}
+	}
+	for _, arg := range args {
+		p, err := ws.Resolve(arg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		info, err := p.Root.Stat(p.Rel)
+		if err != nil {
+			return nil, nil, nil, p.Err(err)
+		}
+		switch {
+		case info.IsDir():
+			starts = append(starts, &walkStart{ws: p.Root, rootPath: p.RootPath, rel: slashRel(p.Rel)})
+		case info.Mode().IsRegular():
+			files = append(files, p)
+		default:
+			return nil, nil, nil, fmt.Errorf("%s is not a file or a directory", arg)
+		}
+		display = append(display, displayArg(p))
+	}
+	return starts, files, display, nil
+}
+
+func stopped(err error) error {
+	return fmt.Errorf("search stopped: %w", err)
+}
+
+// slashRel is a root-relative path as the walk writes it: slash-separated,
+// "" for the root.
+func slashRel(rel string) string {
+	if rel == "." {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
+
+// displayArg is how a searched path is named in a message: a root by its
+// absolute path, anything else as the tools report paths.
+func displayArg(p workspace.Path) string {
+	if p.IsRoot() {
+		return p.Abs
+	}
+	return p.Display()
+}
+
+// displayPath is how a file found by a walk is reported: relative to its
+// root when that is shorter, like workspace.Path.Display.
+func displayPath(rootPath, rel string) string {
+	rel = filepath.FromSlash(rel)
+	if abs := filepath.Join(rootPath, rel); len(abs) <= len(rel) {
+		return abs
+	}
+	return rel
+}
+
+// includeFilter is search_text's include glob.
+type includeFilter struct {
+	pattern string
+	byName  bool // no slash: the glob matches names, at any depth
+}
+
+func newIncludeFilter(pattern string) (*includeFilter, error) {
+	if pattern == "" {
+		return nil, nil
+	}
+	pattern = strings.TrimPrefix(pattern, "./")
+	if !doublestar.ValidatePattern(pattern) {
+		return nil, fmt.Errorf("invalid include glob %q", pattern)
+	}
+	return &includeFilter{pattern: pattern, byName: !strings.Contains(pattern, "/")}, nil
+}
+
+func (f *includeFilter) match(e *entry) bool {
+	if f.byName {
+		return doublestar.MatchUnvalidated(f.pattern, e.name)
+	}
+	return doublestar.MatchUnvalidated(f.pattern, e.baseRel())
+}

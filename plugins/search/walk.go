@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// A walk visits the entries below directories in parallel. It opens its
+// first directory through the workspace's os.Root, and everything below
+// by a single name relative to the open directory that holds it, refusing
+// symbolic links (a dirHandle: openat with O_NOFOLLOW on Linux, os.Root
+// elsewhere). So nothing it touches lies outside the workspace root,
+// whatever symbolic links or renames happen meanwhile, and it cannot loop.
+// A symbolic link to a file is read only through the workspace's os.Root,
+// which follows it only while it stays inside. The walk skips ".git",
+// hidden entries unless asked, and what the .gitignore and .ignore files
+// of the directories on the way (and above the start, up to the
+// workspace root) exclude.
+
+// walkStart is a directory a walk starts in.
+type walkStart struct {
+	ws       *os.Root // the workspace root the directory is in
+	rootPath string   // ws's path
+	rel      string   // the directory, slash-separated, relative to ws; "" for ws itself
+	baseRel  string   // the directory relative to the base that visitors match against; "" for the base
+}
+
+// walkOptions say what a walk skips and where it stops.
+type walkOptions struct {
+	// hidden includes entries whose names start with ".". ".git" is
+	// skipped always.
+	hidden bool
+	// maxDepth stops the walk maxDepth levels below the start: 1 visits
+	// the start directory's entries only. 0 means no limit.
+	maxDepth int
+	// portable walks with os.Root handles even where a faster way exists.
+	portable bool
+}
+
+// entry is a directory entry the walk visits.
+type entry struct {
+	dir  *dirNode
+	name string
+	typ  fs.FileMode // the type bits: fs.ModeDir, fs.ModeSymlink, 0 for a regular file
+}
+
+// rel is the entry's path relative to the workspace root, slash-separated.
+func (e *entry) rel() string { return joinRel(e.dir.rel, e.name) }
+
+// baseRel is the entry's path relative to the walk's base.
+func (e *entry) baseRel() string { return joinRel(e.dir.baseRel, e.name) }
+
+// read reads a file entry into buf (from buf[:0], growing it). A
+// symbolic link is followed only while it stays inside the workspace root
+// and names a regular file; a regular file is read from its directory.
+func (e *entry) read(buf []byte) ([]byte, error) {
+	if e.typ&fs.ModeSymlink == 0 {
+		return e.dir.h.readFile(e.name, buf)
+	}
+	ws := e.dir.start.ws
+	name := filepath.FromSlash(e.rel())
+	info, err := ws.Stat(name)
+	if err != nil {
+		return buf[:0], err
+	}
+	if !info.Mode().IsRegular() {
+		return buf[:0], errNotRegular
+	}
+	f, err := ws.OpenFile(name, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer f.Close()
+	return readAll(f, buf[:0])
+}
+
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// dirNode is an open directory of a walk. It is closed when the last task
+// that needs it is done.
+type dirNode struct {
+	h       dirHandle
+	start   *walkStart
+	rel     string
+	baseRel string
+	depth   int // 0 for the start
+	ignores *ignoreList
+	refs    atomic.Int32
+}
+
+func (d *dirNode) acquire() { d.refs.Add(1) }
+
+func (d *dirNode) release() {
+	if d.refs.Add(-1) == 0 {
+		d.h.close()
+	}
+}
+
+// task is a unit of a walk's work: a directory to open and list (parent
+// and name), or files of an open directory to visit (dir and files).
+type task struct {
+	parent *dirNode
+	name   string
+	start  *walkStart // with h: a start directory
+	h      dirHandle
+	dir    *dirNode
+	files  []entry
+}
+
+// filesPerTask is how many files of one directory a task visits; the rest
+// go to other workers.
+const filesPerTask = 64
+
+// walk visits the entries below the starts with a few goroutines, each
+// with its own state from newState. Visits run concurrently, in no
+// particular order. It returns ctx's error if ctx ended before the walk
+// did; the visits may then be incomplete.
+func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, newState func() S, visit func(S, *entry)) error {
+	w := &walker[S]{opts: opts, visit: visit}
+	w.cond = sync.NewCond(&w.mu)
+	stop := context.AfterFunc(ctx, func() {
+		w.stopped.Store(true)
+		w.mu.Lock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	})
+	defer stop()
+
+	var handles []dirHandle
+	for _, s := range starts {
+		h, err := openStartDir(s.ws, filepath.FromSlash(nonEmpty(s.rel)), opts.portable)
+		if err != nil {
+			for _, h := range handles {
+				h.close()
+			}
+			return err
+		}
+		handles = append(handles, h)
+	}
+	for i, s := range starts {
+		w.push(task{start: s, h: handles[i]})
+	}
+
+	var wg sync.WaitGroup
+	for range defaultWorkers() {
+		wg.Go(func() { w.work(newState()) })
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// defaultWorkers is the walk's parallelism: a worker more than there are
+// CPUs, so that one waiting on the disk does not leave a CPU idle.
+func defaultWorkers() int {
+	return runtime.GOMAXPROCS(0) + 1
+}
+
+func nonEmpty(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+type walker[S any] struct {
+	opts    walkOptions
+	visit   func(S, *entry)
+	stopped atomic.Bool
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	tasks   []task
+	pending int // tasks queued or running
+}
+
+func (w *walker[S]) push(t task) {
+	w.mu.Lock()
+	w.tasks = append(w.tasks, t)
+	w.pending++
+	w.mu.Unlock()
+	w.cond.Signal()
+}
+
+// pop returns the newest task, waiting while others may still add some;
+// ok is false when the walk is over.
+func (w *walker[S]) pop() (t task, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.tasks) == 0 && w.pending > 0 {
+		w.cond.Wait()
+	}
+	if len(w.tasks) == 0 {
+		return task{}, false
+	}
+	t = w.tasks[len(w.tasks)-1]
+	w.tasks[len(w.tasks)-1] = task{}
+	w.tasks = w.tasks[:len(w.tasks)-1]
+	return t, true
+}
+
+func (w *walker[S]) done() {
+	w.mu.Lock()
+	w.pending--
+	last := w.pending == 0
+	w.mu.Unlock()
+	if last {
+		w.cond.Broadcast()
+	}
+}
+
+func (w *walker[S]) work(state S) {
+	for {
+		t, ok := w.pop()
+		if !ok {
+			return
+		}
+		switch {
+		case w.stopped.Load():
+			w.drop(t)
+		case t.dir != nil:
+			w.visitFiles(state, t.dir, t.files)
+			t.dir.release()
+		case t.start != nil:
+			w.list(state, t.h, t.start, t.start.rel, t.start.baseRel, 0, w.startIgnores(t.start))
+		default:
+			h, err := t.parent.h.openDir(t.name)
+			if err == nil {
+				w.list(state, h, t.parent.start, joinRel(t.parent.rel, t.name), joinRel(t.parent.baseRel, t.name), t.parent.depth+1, t.parent.ignores)
+			}
+			t.parent.release()
+		}
+		w.done()
+	}
+}
+
+// drop releases what a task holds without doing it.
+func (w *walker[S]) drop(t task) {
+	switch {
+	case t.dir != nil:
+		t.dir.release()
+	case t.start != nil:
+		t.h.close()
+	default:
+		t.parent.release()
+	}
+}
+
+// startIgnores reads the ignore files of the directories above a start,
+// from the workspace root down.
+func (w *walker[S]) startIgnores(s *walkStart) *ignoreList {
+	var list *ignoreList
+	if s.rel == "" {
+		return nil
+	}
+	dirs := []string{""}
+	for i := 0; i < len(s.rel); i++ {
+		if s.rel[i] == '/' {
+			dirs = append(dirs, s.rel[:i])
+		}
+	}
+	for _, d := range dirs {
+		var contents [][]byte
+		for _, name := range ignoreFileNames {
+			if data, err := s.ws.ReadFile(filepath.FromSlash(joinRel(d, name))); err == nil {
+				contents = append(contents, data)
+			}
+		}
+		list = list.withRules(d, contents...)
+	}
+	return list
+}
+
+// list reads an open directory, queues its subdirectories and its files,
+// and visits the first files itself.
+func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel string, depth int, ignores *ignoreList) {
+	d := &dirNode{h: h, start: start, rel: rel, baseRel: baseRel, depth: depth}
+	d.refs.Store(1)
+	defer d.release()
+
+	ents, err := h.readDir()
+	if err != nil && len(ents) == 0 {
+		return
+	}
+
+	var contents [][]byte
+	for _, name := range ignoreFileNames {
+		for _, e := range ents {
+			if e.Name() == name && !e.IsDir() {
+				if data, err := h.readFile(name, nil); err == nil {
+					contents = append(contents, data)
+				}
+				break
+			}
+		}
+	}
+	d.ignores = ignores.withRules(rel, contents...)
+
+	descend := w.opts.maxDepth == 0 || depth+1 < w.opts.maxDepth
+	var files []entry
+	for _, de := range ents {
+		name := de.Name()
+		if name == ".git" || (!w.opts.hidden && strings.HasPrefix(name, ".")) {
+			continue
+		}
+		typ := de.Type()
+		isDir := typ.IsDir()
+		if d.ignores != nil && d.ignores.ignored(joinRel(rel, name), name, isDir) {
+			continue
+		}
+		e := entry{dir: d, name: name, typ: typ}
+		if !isDir {
+			files = append(files, e)
+			continue
+		}
+		w.visit(state, &e)
+		if descend {
+			d.acquire()
+			w.push(task{parent: d, name: name})
+		}
+	}
+	for len(files) > filesPerTask {
+		n := len(files) - filesPerTask
+		d.acquire()
+		w.push(task{dir: d, files: files[n:]})
+		files = files[:n]
+	}
+	w.visitFiles(state, d, files)
+}
+
+func (w *walker[S]) visitFiles(state S, d *dirNode, files []entry) {
+	for i := range files {
+		if w.stopped.Load() {
+			return
+		}
+		w.visit(state, &files[i])
+	}
+}

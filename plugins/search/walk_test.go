@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestWalkPortable checks that the portable walk (os.Root handles) and the
+// default one see the same entries and read the same contents.
+func TestWalkPortable(t *testing.T) {
+	t.Parallel()
+	outside := writeTree(t, map[string]string{"secret.txt": "outside\n"})
+	files := map[string]string{
+		"a.txt":           "a\n",
+		"d/b.txt":         "b\n",
+		"d/e/f/g.txt":     "g\n",
+		".hidden/h.txt":   "h\n",
+		".gitignore":      "*.log\n",
+		"x.log":           "log\n",
+		"link.txt":        "-> a.txt",
+		"link-dir":        "-> d",
+		"out.txt":         "-> " + filepath.Join(outside, "secret.txt"),
+		"out-dir":         "-> " + outside,
+		"d/e/up":          "-> ../..",
+		"empty/":          "",
+		"many/":           "",
+		".git/objects/x":  "x\n",
+		"d/.gitignore":    "!*.log\n",
+		"d/kept.log":      "kept\n",
+		"d/e/f/.ignore":   "g.txt\n",
+		"d/e/f/other.txt": "other\n",
+	}
+	for i := range 3 * filesPerTask {
+		files[fmt.Sprintf("many/%03d.txt", i)] = fmt.Sprint(i, "\n")
+	}
+	root := writeTree(t, files)
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+
+	run := func(opts walkOptions) []string {
+		var mu sync.Mutex
+		var seen []string
+		err := walk(t.Context(), []*walkStart{{ws: ws, rootPath: root}}, opts, func() *[]byte { return new([]byte) },
+			func(buf *[]byte, e *entry) {
+				desc := e.rel()
+				switch {
+				case e.typ.IsDir():
+					desc += "/"
+				default:
+					data, err := e.read(*buf)
+					*buf = data
+					if err != nil {
+						desc += " (unread)"
+					} else {
+						desc += " " + strings.TrimSpace(string(data))
+					}
+				}
+				mu.Lock()
+				seen = append(seen, desc)
+				mu.Unlock()
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(seen)
+		return seen
+	}
+	for _, hidden := range []bool{false, true} {
+		fast := run(walkOptions{hidden: hidden})
+		portable := run(walkOptions{hidden: hidden, portable: true})
+		if !slices.Equal(fast, portable) {
+			t.Errorf("hidden %v: the walks differ:\nfast:     %q\nportable: %q", hidden, fast, portable)
+		}
+		for _, e := range fast {
+			if strings.Contains(e, "outside") || strings.Contains(e, ".git/") || strings.HasPrefix(e, "x.log") || strings.HasPrefix(e, "d/e/f/g.txt") {
+				t.Errorf("hidden %v: the walk visited %q", hidden, e)
+			}
+		}
+		for _, want := range []string{"a.txt a", "link.txt a", "link-dir (unread)", "out.txt (unread)", "out-dir (unread)", "d/e/up (unread)", "d/kept.log kept", "d/e/f/other.txt other", "many/191.txt 191", "empty/"} {
+			if !slices.Contains(fast, want) {
+				t.Errorf("hidden %v: the walk did not visit %q", hidden, want)
+			}
+		}
+		if hasHidden := slices.Contains(fast, ".hidden/h.txt h"); hasHidden != hidden {
+			t.Errorf("hidden %v: visited .hidden/h.txt: %v", hidden, hasHidden)
+		}
+	}
+	one := run(walkOptions{maxDepth: 1})
+	for _, e := range one {
+		if strings.Contains(e, "/") && !strings.HasSuffix(e, "/") {
+			t.Errorf("maxDepth 1 visited %q", e)
+		}
+	}
+}
