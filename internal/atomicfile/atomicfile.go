@@ -14,41 +14,25 @@ import (
 
 // Write replaces the file at path with data, creating its parent
 // directories. An existing file keeps its permission bits; a new one gets
-// perm.
-func Write(path string, data []byte, perm fs.FileMode) (err error) {
+// perm. A symbolic link at path is replaced, not followed.
+func Write(path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if info, err := os.Stat(path); err == nil {
-		if info.IsDir() {
-			return &fs.PathError{Op: "write", Path: path, Err: errors.New("is a directory")}
-		}
-		perm = info.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	defer root.Close()
+	if err := WriteIn(root, filepath.Base(path), data, perm); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Path = filepath.Join(dir, pe.Path)
 		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
 		return err
 	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // WriteIn is Write inside an os.Root: every step resolves name through
