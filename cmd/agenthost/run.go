@@ -25,6 +25,8 @@ Commands:
   schemas                      print the enabled tools' schemas, as a model gets them
   call NAME [ARGS_JSON | -]    run one tool with JSON arguments (- reads them from stdin)
   plugins                      list the plugin binaries found, or why each was skipped
+  chat [-m TEXT]               talk with a model that calls the tools (interactive,
+                               or one answer with -m); see agenthost chat --help
 
 Flags (before or after the command):
   --plugins DIR      the plugins directory (default $AGENTHOST_PLUGINS, else
@@ -68,7 +70,10 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 type command struct {
 	usage string
 	flags func(fs *flag.FlagSet)
-	run   func(ctx context.Context, env *env, args []string) error
+	// prepare, if set, checks the command's flags before the plugins
+	// start.
+	prepare func() error
+	run     func(ctx context.Context, env *env, args []string) error
 }
 
 // env is what a command runs with.
@@ -84,6 +89,7 @@ func commands() map[string]*command {
 		"schemas": schemasCommand(),
 		"call":    callCommand(),
 		"plugins": pluginsCommand(),
+		"chat":    chatCommand(),
 	}
 }
 
@@ -131,6 +137,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	level := hclog.LevelFromString(g.logLevel)
 	if level == hclog.NoLevel {
 		return usagef("unknown log level %q", g.logLevel)
+	}
+	if cmd.prepare != nil {
+		if err := cmd.prepare(); err != nil {
+			return err
+		}
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: level, Output: stderr})
 

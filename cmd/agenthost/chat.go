@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/llm"
+)
+
+// providerDefaults are the providers chat knows, with their default model,
+// base URL and key variable.
+var providerDefaults = map[string]struct {
+	model, baseURL, keyVar string
+}{
+	"openai":     {"gpt-4o-mini", "", "OPENAI_API_KEY"},
+	"anthropic":  {"claude-sonnet-4-5", "", "ANTHROPIC_API_KEY"},
+	"openrouter": {"openai/gpt-4o-mini", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"},
+	"ollama":     {"llama3.2", "http://localhost:11434/v1", ""},
+}
+
+// inferOrder is the order in which chat looks for a key when --provider is
+// not given.
+var inferOrder = []string{"anthropic", "openai", "openrouter"}
+
+const noProviderMsg = "chat: no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or pass --provider openai|anthropic|openrouter|ollama (with --model and --base-url as needed)"
+
+// chatFlags are the flags of agenthost chat.
+type chatFlags struct {
+	provider, model, baseURL string
+	system, sessionFile      string
+	maxTurns                 int
+	message                  string
+}
+
+// newProvider makes the model client the flags and the environment
+// configure, and returns it with the model to ask for.
+func (f *chatFlags) newProvider() (llm.Provider, string, error) {
+	name := f.provider
+	if name == "" {
+		for _, n := range inferOrder {
+			if os.Getenv(providerDefaults[n].keyVar) != "" {
+				name = n
+				break
+			}
+		}
+		if name == "" {
+			return nil, "", usagef("%s", noProviderMsg)
+		}
+	}
+	def, ok := providerDefaults[name]
+	if !ok {
+		return nil, "", usagef("chat: unknown provider %q: use openai, anthropic, openrouter or ollama", name)
+	}
+	var key string
+	if def.keyVar != "" {
+		key = os.Getenv(def.keyVar)
+		// A local OpenAI-compatible server (--base-url) may need no key.
+		if key == "" && !(name == "openai" && f.baseURL != "") {
+			return nil, "", usagef("chat: the %s provider needs %s to be set", name, def.keyVar)
+		}
+	}
+	model := f.model
+	if model == "" {
+		model = def.model
+	}
+	baseURL := f.baseURL
+	if baseURL == "" {
+		baseURL = def.baseURL
+	}
+	if name == "anthropic" {
+		return llm.NewAnthropic(llm.AnthropicConfig{BaseURL: baseURL, APIKey: key}), model, nil
+	}
+	return llm.NewOpenAI(llm.OpenAIConfig{Name: name, BaseURL: baseURL, APIKey: key}), model, nil
+}
+
+func chatCommand() *command {
+	f := &chatFlags{}
+	var provider llm.Provider
+	var model string
+	return &command{
+		usage: "agenthost chat [--provider NAME] [--model MODEL] [-m TEXT]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.provider, "provider", "", "the model `PROVIDER`: openai, anthropic, openrouter or ollama (default: the first of ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY set)")
+			fs.StringVar(&f.model, "model", "", "the `MODEL` (default gpt-4o-mini, claude-sonnet-4-5, openai/gpt-4o-mini or llama3.2, by provider)")
+			fs.StringVar(&f.baseURL, "base-url", "", "the API's base `URL`, for OpenAI-compatible servers")
+			fs.StringVar(&f.system, "system", "", "the system `PROMPT`")
+			fs.StringVar(&f.sessionFile, "session-file", "", "the `FILE` /save and save_session_context write")
+			fs.IntVar(&f.maxTurns, "max-turns", host.DefaultMaxTurns, "the most model calls for one answer")
+			fs.StringVar(&f.message, "m", "", "answer this `TEXT` once and exit")
+		},
+		prepare: func() error {
+			var err error
+			provider, model, err = f.newProvider()
+			return err
+		},
+		run: func(ctx context.Context, env *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("chat takes no arguments (use -m TEXT for a single question)")
+			}
+			agent, err := host.NewAgent(ctx, provider, host.AgentOptions{
+				Model:                  model,
+				SystemPrompt:           f.system,
+				SessionContextFilePath: f.sessionFile,
+				MaxTurns:               f.maxTurns,
+				Registry:               env.registry,
+			})
+			if err != nil {
+				return err
+			}
+			defer agent.Close()
+			c := &chatSession{agent: agent, out: env.stdout, errOut: env.stderr, lineStart: true}
+			if f.message != "" {
+				return c.ask(ctx, f.message)
+			}
+			return c.interact(ctx, env.stdin)
+		},
+	}
+}
+
+// chatSession prints one conversation.
+type chatSession struct {
+	agent     *host.Agent
+	out       io.Writer
+	errOut    io.Writer
+	lineStart bool // the output is at the start of a line
+}
+
+func (c *chatSession) print(s string) {
+	if s == "" {
+		return
+	}
+	io.WriteString(c.out, s)
+	c.lineStart = strings.HasSuffix(s, "\n")
+}
+
+// newline ends the current output line, if one is open.
+func (c *chatSession) newline() {
+	if !c.lineStart {
+		c.print("\n")
+	}
+}
+
+// ask streams the answer to one message.
+func (c *chatSession) ask(ctx context.Context, text string) error {
+	_, err := c.agent.StreamChat(ctx, text, func(ev host.Event) error {
+		switch ev.Type {
+		case host.EventText:
+			c.print(ev.Text)
+		case host.EventToolCall:
+			c.newline()
+			c.print(fmt.Sprintf("→ %s %s\n", ev.ToolCall.Name, short(string(ev.ToolCall.Arguments), 80)))
+		case host.EventToolResult:
+			mark := "←"
+			if ev.IsError {
+				mark = "✗"
+			}
+			c.print(fmt.Sprintf("%s %s\n", mark, short(ev.Result, 80)))
+		case host.EventMessage:
+			c.newline()
+		}
+		return nil
+	})
+	c.newline()
+	return err
+}
+
+const slashHelp = "commands: /tools, /enable NAME, /disable NAME, /save [REASON], /clear, /system TEXT, /exit"
+
+// interact reads lines from in until /exit or the end of input: slash
+// commands act on the session, anything else goes to the model.
+func (c *chatSession) interact(ctx context.Context, in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	c.print("agenthost chat: " + slashHelp + "\n")
+	for {
+		c.print("> ")
+		if !sc.Scan() {
+			c.print("\n")
+			return sc.Err()
+		}
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+			continue
+		case strings.HasPrefix(line, "/"):
+			if c.slash(ctx, line) {
+				return nil
+			}
+		default:
+			if err := c.ask(ctx, line); err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				fmt.Fprintf(c.errOut, "error: %v\n", err)
+			}
+		}
+	}
+}
+
+// slash runs one slash command and reports whether the session ends.
+func (c *chatSession) slash(ctx context.Context, line string) (exit bool) {
+	cmd, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	switch cmd {
+	case "/exit", "/quit":
+		return true
+	case "/tools":
+		for _, t := range c.agent.Registry().Tools() {
+			status := "enabled"
+			if !t.Enabled {
+				status = "disabled"
+			}
+			c.print(fmt.Sprintf("  %-22s %s\n", t.Name, status))
+		}
+	case "/enable", "/disable":
+		if arg == "" {
+			c.print(cmd + " needs a tool name\n")
+			return false
+		}
+		toggle, done := c.agent.EnableTool, "enabled"
+		if cmd == "/disable" {
+			toggle, done = c.agent.DisableTool, "disabled"
+		}
+		if err := toggle(arg); err != nil {
+			c.print(fmt.Sprintf("%s: %v\n", cmd, err))
+		} else {
+			c.print(done + " " + arg + "\n")
+		}
+	case "/save":
+		if arg == "" {
+			arg = "saved from agenthost chat"
+		}
+		c.print(c.agent.SaveContext(ctx, arg) + "\n")
+	case "/clear":
+		c.agent.ClearContext()
+		c.print("context cleared\n")
+	case "/system":
+		if arg == "" {
+			c.print("system prompt: " + c.agent.SystemPrompt() + "\n")
+			return false
+		}
+		c.agent.SetSystemPrompt(arg)
+		c.print("system prompt set\n")
+	default:
+		c.print("unknown command " + cmd + "; " + slashHelp + "\n")
+	}
+	return false
+}
+
+// short is the first line of s, cut to max runes.
+func short(s string, max int) string {
+	s = strings.TrimSpace(s)
+	first, _, more := strings.Cut(s, "\n")
+	if utf8.RuneCountInString(first) > max {
+		return string([]rune(first)[:max-1]) + "…"
+	}
+	if more {
+		return first + " …"
+	}
+	return first
+}

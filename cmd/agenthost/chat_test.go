@@ -1,0 +1,291 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// replay is an OpenAI-compatible chat completions server that answers
+// each streamed request with the next step's chunks, as SSE.
+type replay struct {
+	t     *testing.T
+	steps []func(body map[string]any) []string
+
+	mu     sync.Mutex
+	bodies []map[string]any
+	auth   []string
+}
+
+func newReplay(t *testing.T, steps ...func(body map[string]any) []string) (*replay, string) {
+	rp := &replay{t: t, steps: steps}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return rp, srv.URL + "/v1"
+}
+
+func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rp.mu.Lock()
+	n := len(rp.bodies)
+	rp.bodies = append(rp.bodies, body)
+	rp.auth = append(rp.auth, r.Header.Get("Authorization"))
+	rp.mu.Unlock()
+	if n >= len(rp.steps) {
+		http.Error(w, `{"error":{"message":"no more replies"}}`, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, chunk := range rp.steps[n](body) {
+		fmt.Fprintf(w, "data: %s\n\n", chunk)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func (rp *replay) requests() []map[string]any {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.bodies
+}
+
+// textReply streams text word by word, then stops.
+func textReply(text string) []string {
+	var chunks []string
+	for _, w := range strings.SplitAfter(text, " ") {
+		s, _ := json.Marshal(w)
+		chunks = append(chunks, fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%s},"finish_reason":null}]}`, s))
+	}
+	return append(chunks,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":5}}`)
+}
+
+// toolCallReply asks for one tool call, its arguments in two pieces.
+func toolCallReply(id, name, args string) []string {
+	half := len(args) / 2
+	a1, _ := json.Marshal(args[:half])
+	a2, _ := json.Marshal(args[half:])
+	return []string{
+		fmt.Sprintf(`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":%s}}]},"finish_reason":null}]}`, id, name, a1),
+		fmt.Sprintf(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":%s}}]},"finish_reason":null}]}`, a2),
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	}
+}
+
+// toolResult finds the result of a tool call in a request body.
+func toolResult(body map[string]any, id string) string {
+	msgs, _ := body["messages"].([]any)
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "tool" && mm["tool_call_id"] == id {
+			s, _ := mm["content"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// offered lists the tools a request body carries.
+func offered(body map[string]any) []string {
+	var names []string
+	tools, _ := body["tools"].([]any)
+	for _, tl := range tools {
+		fn, _ := tl.(map[string]any)["function"].(map[string]any)
+		names = append(names, fmt.Sprint(fn["name"]))
+	}
+	return names
+}
+
+// clearProviderEnv leaves no provider configured; tests that call it
+// cannot run in parallel.
+func clearProviderEnv(t *testing.T) {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "AGENTHOST_PLUGINS"} {
+		t.Setenv(v, "")
+	}
+}
+
+// TestChatOnce: chat -m against a replayed model whose read_file call the
+// real fs plugin runs.
+func TestChatOnce(t *testing.T) {
+	clearProviderEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	dir := pluginDir(t)
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the password is swordfish\nsecond line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rp, url := newReplay(t,
+		func(map[string]any) []string { return toolCallReply("call_1", "read_file", `{"path":"notes.txt"}`) },
+		func(body map[string]any) []string {
+			return textReply("The file says: " + strings.TrimSpace(toolResult(body, "call_1")))
+		},
+	)
+
+	r := runCLI(t, "", "--plugins", dir, "--root", root, "chat", "--base-url", url, "--system", "be exact", "-m", "What is in notes.txt?")
+	if r.code != 0 {
+		t.Fatalf("exit status %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	want := "→ read_file {\"path\":\"notes.txt\"}\n" +
+		"← the password is swordfish …\n" +
+		"The file says: the password is swordfish\nsecond line\n"
+	if r.stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	reqs := rp.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	if reqs[0]["model"] != "gpt-4o-mini" || reqs[0]["stream"] != true || rp.auth[0] != "Bearer sk-test" {
+		t.Errorf("first request: model %v, stream %v, auth %q", reqs[0]["model"], reqs[0]["stream"], rp.auth[0])
+	}
+	if first, _ := json.Marshal(reqs[0]["messages"]); !strings.Contains(string(first), `"be exact"`) {
+		t.Errorf("the system prompt is missing: %s", first)
+	}
+	if got := toolResult(reqs[1], "call_1"); got != "the password is swordfish\nsecond line\n" {
+		t.Errorf("tool result sent back = %q", got)
+	}
+}
+
+func TestChatConfigErrors(t *testing.T) {
+	cases := map[string]struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		"nothing configured": {args: []string{"chat", "-m", "hi"}, want: "agenthost: " + noProviderMsg + " (see agenthost --help)\n"},
+		"unknown provider":   {args: []string{"chat", "--provider", "acme", "-m", "hi"}, want: `unknown provider "acme"`},
+		"anthropic, no key":  {args: []string{"chat", "--provider", "anthropic", "-m", "hi"}, want: "the anthropic provider needs ANTHROPIC_API_KEY to be set"},
+		"openrouter, no key": {env: map[string]string{"OPENAI_API_KEY": "x"}, args: []string{"chat", "--provider", "openrouter", "-m", "hi"}, want: "needs OPENROUTER_API_KEY"},
+		"arguments":          {env: map[string]string{"OPENAI_API_KEY": "x"}, args: []string{"--plugins", t.TempDir(), "chat", "hello"}, want: "chat takes no arguments"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clearProviderEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			r := runCLI(t, "", tc.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+				t.Errorf("exit status %d, stdout %q, stderr %q; want status 2 and one line with %q", r.code, r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestChatProviderInference(t *testing.T) {
+	cases := map[string]struct {
+		env       map[string]string
+		provider  string
+		wantName  string
+		wantModel string
+	}{
+		"anthropic first": {env: map[string]string{"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"}, wantName: "anthropic", wantModel: "claude-sonnet-4-5"},
+		"openai":          {env: map[string]string{"OPENAI_API_KEY": "o", "OPENROUTER_API_KEY": "r"}, wantName: "openai", wantModel: "gpt-4o-mini"},
+		"openrouter":      {env: map[string]string{"OPENROUTER_API_KEY": "r"}, wantName: "openrouter", wantModel: "openai/gpt-4o-mini"},
+		"ollama, no key":  {provider: "ollama", wantName: "ollama", wantModel: "llama3.2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clearProviderEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			p, model, err := (&chatFlags{provider: tc.provider}).newProvider()
+			if err != nil || p.Name() != tc.wantName || model != tc.wantModel {
+				t.Errorf("newProvider = %v, %q, %v; want %s, %s", p, model, err, tc.wantName, tc.wantModel)
+			}
+		})
+	}
+}
+
+// TestChatInteractive feeds the interactive loop a script of lines.
+func TestChatInteractive(t *testing.T) {
+	clearProviderEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	dir := pluginDir(t)
+	session := filepath.Join(t.TempDir(), "session.json")
+	rp, url := newReplay(t, func(body map[string]any) []string {
+		return textReply("I have " + strings.Join(offered(body), ", "))
+	})
+	script := strings.Join([]string{
+		"/tools",
+		"/disable read_file",
+		"/tools",
+		"/frob",
+		"/enable nope",
+		"",
+		"/system be terse",
+		"what tools?",
+		"/save checkpoint",
+		"/clear",
+		"/save empty",
+		"/exit",
+		"never sent",
+	}, "\n") + "\n"
+
+	r := runCLI(t, script, "--plugins", dir, "chat", "--base-url", url, "--session-file", session)
+	if r.code != 0 {
+		t.Fatalf("exit status %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	out := r.stdout
+	for _, s := range []string{
+		"> ",
+		"  read_file              enabled\n",
+		"disabled read_file\n",
+		"  read_file              disabled\n",
+		"  save_session_context   enabled\n",
+		"unknown command /frob; commands: /tools",
+		"/enable: tool not found: nope\n",
+		"system prompt set\n",
+		"Session context saved to " + session + "\n",
+		"context cleared\n",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	if i, j := strings.Index(out, "read_file              enabled"), strings.Index(out, "read_file              disabled"); i < 0 || j < i {
+		t.Errorf("/tools did not show read_file enabled, then disabled:\n%s", out)
+	}
+	reqs := rp.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1 (nothing after /exit)", len(reqs))
+	}
+	tools := offered(reqs[0])
+	if strings.Contains(strings.Join(tools, ","), "read_file") || len(tools) == 0 {
+		t.Errorf("the request offered %v; read_file is disabled", tools)
+	}
+	if !strings.Contains(out, "I have "+strings.Join(tools, ", ")+"\n") {
+		t.Errorf("the answer is not in the output:\n%s", out)
+	}
+
+	// The second /save ran after /clear: the file holds the cleared state.
+	data, err := os.ReadFile(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Reason, SystemPrompt, SessionContext string
+	}
+	var raw map[string]string
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	saved.Reason, saved.SystemPrompt, saved.SessionContext = raw["reason"], raw["system_prompt"], raw["session_context"]
+	if saved.Reason != "empty" || saved.SystemPrompt != "be terse" || saved.SessionContext != "" {
+		t.Errorf("session file after /clear: %+v", saved)
+	}
+}

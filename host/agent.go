@@ -1,0 +1,396 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agenthost/agenthost/host/llm"
+)
+
+// DefaultMaxTurns bounds the model calls of one Chat when
+// AgentOptions.MaxTurns is zero.
+const DefaultMaxTurns = 20
+
+// ErrMaxTurns: the model kept asking for tools and gave no final answer
+// within the agent's MaxTurns model calls. The conversation so far is kept.
+var ErrMaxTurns = errors.New("no final answer")
+
+// AgentOptions configure an [Agent]. The zero value works: no system
+// prompt, no plugins, 20 turns.
+type AgentOptions struct {
+	// Model is the model name sent with every request.
+	Model string
+
+	// SystemPrompt is the initial system prompt; see SetSystemPrompt.
+	SystemPrompt string
+
+	// PluginsDir is where the agent finds its tools' plugin binaries when
+	// it builds its own registry (Registry nil). Empty means no plugins:
+	// an empty registry, to which tools can be added.
+	PluginsDir string
+
+	// SessionContextFilePath is where save_session_context writes the
+	// session; tools read it through the ToolContext.
+	SessionContextFilePath string
+
+	// MaxTurns bounds the model calls of one Chat or StreamChat. Zero
+	// means DefaultMaxTurns.
+	MaxTurns int
+
+	// Registry is the registry the agent runs tools with. The agent sets
+	// itself as its ToolContext but does not close it. Nil: the agent
+	// builds the default registry from PluginsDir (NewDefaultToolRegistry)
+	// and closes it in Close.
+	Registry *ToolRegistry
+
+	// RegistryOptions are the options of the registry the agent builds;
+	// unused when Registry is set. May be nil.
+	RegistryOptions *Options
+}
+
+// Agent holds a conversation with a model and runs the tools the model
+// asks for through a [ToolRegistry].
+//
+// An Agent is the ToolContext of its registry: tools that ask for the
+// host state read the agent's current system prompt, session context and
+// session file, so after ClearContext or SetSystemPrompt the next tool
+// call sees the change.
+//
+// The methods are safe for concurrent use, but one conversation has one
+// turn at a time: Chat and StreamChat must not run concurrently with each
+// other on the same Agent.
+type Agent struct {
+	provider llm.Provider
+	model    string
+	maxTurns int
+	registry *ToolRegistry
+	owned    bool
+
+	mu          sync.Mutex
+	system      string
+	sessionFile string
+	messages    []llm.Message
+}
+
+var _ ToolContext = (*Agent)(nil)
+
+// NewAgent returns an agent that talks to provider. Unless opts.Registry
+// is set it builds the default registry from opts.PluginsDir, starting
+// the plugins there; the error is for a plugins directory that cannot be
+// read. Close the agent to stop them.
+func NewAgent(ctx context.Context, provider llm.Provider, opts AgentOptions) (*Agent, error) {
+	if provider == nil {
+		return nil, errors.New("agent: no provider")
+	}
+	a := &Agent{
+		provider:    provider,
+		model:       opts.Model,
+		maxTurns:    opts.MaxTurns,
+		registry:    opts.Registry,
+		system:      opts.SystemPrompt,
+		sessionFile: opts.SessionContextFilePath,
+	}
+	if a.maxTurns <= 0 {
+		a.maxTurns = DefaultMaxTurns
+	}
+	if a.registry == nil {
+		if opts.PluginsDir == "" {
+			a.registry = NewToolRegistry(opts.RegistryOptions)
+		} else {
+			reg, err := NewDefaultToolRegistry(ctx, opts.PluginsDir, opts.RegistryOptions)
+			if err != nil {
+				return nil, fmt.Errorf("agent: %w", err)
+			}
+			a.registry = reg
+		}
+		a.owned = true
+	}
+	a.registry.SetToolContext(a)
+	return a, nil
+}
+
+// Close stops the plugins of the registry the agent built. A registry
+// given in AgentOptions is left to its owner.
+func (a *Agent) Close() error {
+	if a.owned {
+		return a.registry.Close()
+	}
+	return nil
+}
+
+// Registry returns the agent's tool registry.
+func (a *Agent) Registry() *ToolRegistry { return a.registry }
+
+// AddTool registers a tool with the agent's registry.
+func (a *Agent) AddTool(tool ExecutableTool) error { return a.registry.Register(tool) }
+
+// RemoveTool unregisters a tool; removing an unknown tool does nothing.
+func (a *Agent) RemoveTool(name string) { a.registry.Unregister(name) }
+
+// EnableTool offers a registered tool to the model again.
+func (a *Agent) EnableTool(name string) error { return a.registry.Enable(name) }
+
+// DisableTool hides a registered tool from the model.
+func (a *Agent) DisableTool(name string) error { return a.registry.Disable(name) }
+
+// Tools returns the enabled tools, in registration order: what the next
+// model request carries.
+func (a *Agent) Tools() []llm.Tool {
+	schemas := a.registry.EnabledSchemas()
+	tools := make([]llm.Tool, 0, len(schemas))
+	for _, s := range schemas {
+		tools = append(tools, llm.Tool{Name: s.Function.Name, Description: s.Function.Description, Parameters: s.Function.Parameters})
+	}
+	return tools
+}
+
+// SystemPrompt returns the current system prompt.
+func (a *Agent) SystemPrompt() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.system
+}
+
+// SetSystemPrompt replaces the system prompt from the next model call on.
+func (a *Agent) SetSystemPrompt(prompt string) {
+	a.mu.Lock()
+	a.system = prompt
+	a.mu.Unlock()
+}
+
+// SessionContextFilePath returns the file save_session_context writes.
+func (a *Agent) SessionContextFilePath() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessionFile
+}
+
+// SessionContext renders the conversation so far as text, one message
+// after another:
+//
+//	user: TEXT
+//	assistant: TEXT
+//	assistant → NAME(ARGUMENTS)      one line per tool call
+//	tool NAME: RESULT                "tool NAME (error): RESULT" for a failure
+//
+// Lines of multi-line content after the first are indented by two spaces.
+// An empty conversation renders as "".
+func (a *Agent) SessionContext() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return renderConversation(a.messages)
+}
+
+func renderConversation(msgs []llm.Message) string {
+	var b strings.Builder
+	names := map[string]string{} // tool call ID → tool name
+	line := func(prefix, text string) {
+		b.WriteString(prefix)
+		b.WriteString(strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n  "))
+		b.WriteByte('\n')
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case llm.RoleTool:
+			name := names[m.ToolCallID]
+			if name == "" {
+				name = m.ToolCallID
+			}
+			if m.IsError {
+				name += " (error)"
+			}
+			line("tool "+name+": ", m.Content)
+		default:
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				line(string(m.Role)+": ", m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				names[c.ID] = c.Name
+				line(string(m.Role)+" → "+c.Name+"(", string(c.Arguments)+")")
+			}
+		}
+	}
+	return b.String()
+}
+
+// ClearContext empties the conversation. The system prompt stays.
+func (a *Agent) ClearContext() {
+	a.mu.Lock()
+	a.messages = nil
+	a.mu.Unlock()
+}
+
+// Messages returns a copy of the conversation so far.
+func (a *Agent) Messages() []llm.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.messages)
+}
+
+// SaveContext runs save_session_context through the registry with the
+// reason and returns its result (a failure is text, see
+// ToolRegistry.Execute).
+func (a *Agent) SaveContext(ctx context.Context, reason string) string {
+	args, _ := json.Marshal(map[string]string{"reason": reason})
+	return a.registry.Execute(ctx, "save_session_context", args)
+}
+
+// EventType says what an [Event] reports.
+type EventType int
+
+// The events of StreamChat, in the order they come within one model call:
+// text deltas, then usage, then (when the model asks for tools) every tool
+// call starting, then their results; after the last model call, the final
+// message.
+const (
+	// EventText: Text is a piece of the answer's visible text.
+	EventText EventType = iota + 1
+	// EventToolCall: ToolCall is about to run (name and arguments).
+	EventToolCall
+	// EventToolResult: ToolCall has run; Result is what the model reads
+	// and IsError says whether it is a failure text.
+	EventToolResult
+	// EventMessage: Message is the final assistant message.
+	EventMessage
+	// EventUsage: Usage is the token count of one model call (one event
+	// per call, right after it ends; sum them for the total).
+	EventUsage
+)
+
+func (t EventType) String() string {
+	switch t {
+	case EventText:
+		return "text"
+	case EventToolCall:
+		return "tool_call"
+	case EventToolResult:
+		return "tool_result"
+	case EventMessage:
+		return "message"
+	case EventUsage:
+		return "usage"
+	}
+	return fmt.Sprintf("EventType(%d)", int(t))
+}
+
+// Event is one thing that happened during StreamChat; Type says which
+// fields are set.
+type Event struct {
+	Type     EventType
+	Text     string
+	ToolCall *llm.ToolCall
+	Result   string
+	IsError  bool
+	Usage    llm.Usage
+	Message  *llm.Message
+}
+
+// Chat sends text as the user's message with the enabled tools, runs every
+// tool call the model asks for, and repeats until the model answers
+// without tool calls; it returns that answer's text.
+//
+// The tool calls of one turn run in parallel through the registry; their
+// results go back to the model in the order the model asked for them. A
+// tool failure is a result the model reads, not an error of Chat.
+//
+// After MaxTurns model calls without a final answer Chat returns an error
+// wrapping ErrMaxTurns; the conversation so far is kept. Cancelling ctx
+// stops the model request and the running tool calls, and Chat returns an
+// error wrapping ctx's error.
+func (a *Agent) Chat(ctx context.Context, text string) (string, error) {
+	return a.loop(ctx, text, a.provider.Chat, nil)
+}
+
+// StreamChat is Chat reporting as it goes: it calls onEvent for each
+// [Event], in order, from the calling goroutine's point of view (never
+// concurrently). An error from onEvent stops the turn and is returned.
+func (a *Agent) StreamChat(ctx context.Context, text string, onEvent func(Event) error) (string, error) {
+	if onEvent == nil {
+		onEvent = func(Event) error { return nil }
+	}
+	call := func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		return a.provider.Stream(ctx, req, func(d llm.Delta) error {
+			if d.Text == "" {
+				return nil
+			}
+			return onEvent(Event{Type: EventText, Text: d.Text})
+		})
+	}
+	return a.loop(ctx, text, call, onEvent)
+}
+
+// loop is the chat ↔ tool loop of Chat and StreamChat; emit is nil for
+// Chat.
+func (a *Agent) loop(ctx context.Context, text string, call func(context.Context, *llm.Request) (*llm.Response, error), emit func(Event) error) (string, error) {
+	if emit == nil {
+		emit = func(Event) error { return nil }
+	}
+	a.append(llm.Message{Role: llm.RoleUser, Content: text})
+	for range a.maxTurns {
+		req := &llm.Request{Model: a.model, System: a.SystemPrompt(), Messages: a.Messages(), Tools: a.Tools()}
+		resp, err := call(ctx, req)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+				err = fmt.Errorf("%w: %v", ctxErr, err)
+			}
+			return "", fmt.Errorf("agent: %w", err)
+		}
+		msg := resp.Message
+		msg.Role = llm.RoleAssistant
+		a.append(msg)
+		if err := emit(Event{Type: EventUsage, Usage: resp.Usage}); err != nil {
+			return "", err
+		}
+		if len(msg.ToolCalls) == 0 {
+			if err := emit(Event{Type: EventMessage, Message: &msg}); err != nil {
+				return "", err
+			}
+			return msg.Content, nil
+		}
+		for i := range msg.ToolCalls {
+			if err := emit(Event{Type: EventToolCall, ToolCall: &msg.ToolCalls[i]}); err != nil {
+				return "", err
+			}
+		}
+		results := a.runTools(ctx, msg.ToolCalls)
+		// The results are kept even when ctx was cancelled, so that the
+		// conversation stays well-formed: every tool call has its result.
+		a.append(results...)
+		for i := range results {
+			ev := Event{Type: EventToolResult, ToolCall: &msg.ToolCalls[i], Result: results[i].Content, IsError: results[i].IsError}
+			if err := emit(ev); err != nil {
+				return "", err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("agent: %w", err)
+		}
+	}
+	return "", fmt.Errorf("agent: %w after %d turns", ErrMaxTurns, a.maxTurns)
+}
+
+// runTools runs the calls in parallel and returns their results in the
+// calls' order.
+func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Message {
+	results := make([]llm.Message, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			out := a.registry.Execute(ctx, c.Name, c.Arguments)
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: IsError(out)}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+func (a *Agent) append(msgs ...llm.Message) {
+	a.mu.Lock()
+	a.messages = append(a.messages, msgs...)
+	a.mu.Unlock()
+}

@@ -1,0 +1,545 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+// scripted is a fake model: each call answers with the next step (the
+// last step repeats), and every request is recorded.
+type scripted struct {
+	steps []func(ctx context.Context, req *llm.Request) (*llm.Response, error)
+
+	mu   sync.Mutex
+	reqs []*llm.Request
+}
+
+func (p *scripted) Name() string { return "scripted" }
+
+func (p *scripted) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	p.mu.Lock()
+	n := len(p.reqs)
+	cp := *req
+	cp.Messages = slices.Clone(req.Messages)
+	cp.Tools = slices.Clone(req.Tools)
+	p.reqs = append(p.reqs, &cp)
+	p.mu.Unlock()
+	return p.steps[min(n, len(p.steps)-1)](ctx, req)
+}
+
+// Stream answers like Chat and streams the text word by word.
+func (p *scripted) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta) error) (*llm.Response, error) {
+	resp, err := p.Chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range strings.SplitAfter(resp.Message.Content, " ") {
+		if w == "" {
+			continue
+		}
+		if err := onDelta(llm.Delta{Text: w}); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+func (p *scripted) requests() []*llm.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.reqs)
+}
+
+// answer is a step that answers text.
+func answer(text string) func(context.Context, *llm.Request) (*llm.Response, error) {
+	return func(context.Context, *llm.Request) (*llm.Response, error) {
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, StopReason: "end_turn", Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}, nil
+	}
+}
+
+// callTools is a step that asks for tool calls, given as name, arguments
+// pairs; their IDs are call1, call2...
+func callTools(text string, nameArgs ...string) func(context.Context, *llm.Request) (*llm.Response, error) {
+	var calls []llm.ToolCall
+	for i := 0; i < len(nameArgs); i += 2 {
+		calls = append(calls, llm.ToolCall{ID: fmt.Sprintf("call%d", i/2+1), Name: nameArgs[i], Arguments: json.RawMessage(nameArgs[i+1])})
+	}
+	return func(context.Context, *llm.Request) (*llm.Response, error) {
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}, StopReason: "tool_use", Usage: llm.Usage{InputTokens: 5, OutputTokens: 1}}, nil
+	}
+}
+
+type textIn struct {
+	Text string `json:"text"`
+}
+
+func echoTool(name string) host.ExecutableTool {
+	return sdk.NewTool(sdk.Info{Name: name, Description: "Echo."}, func(ctx context.Context, in textIn) (string, error) { return in.Text, nil })
+}
+
+func newAgent(t *testing.T, p llm.Provider, opts host.AgentOptions) *host.Agent {
+	t.Helper()
+	if opts.RegistryOptions == nil {
+		opts.RegistryOptions = &host.Options{Logger: hclog.NewNullLogger()}
+	}
+	a, err := host.NewAgent(t.Context(), p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func toolNames(tools []llm.Tool) []string {
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+func TestAgentParallelToolCalls(t *testing.T) {
+	t.Parallel()
+	fastDone := make(chan struct{})
+	// slow finishes only after fast has run: were the calls run one after
+	// the other, in the model's order, slow would never see fast finish.
+	slow := sdk.NewTool(sdk.Info{Name: "slow", Description: "Wait for fast."}, func(ctx context.Context, in textIn) (string, error) {
+		select {
+		case <-fastDone:
+			return "slow " + in.Text, nil
+		case <-time.After(10 * time.Second):
+			return "", errors.New("fast never ran alongside")
+		}
+	})
+	fast := sdk.NewTool(sdk.Info{Name: "fast", Description: "Finish at once."}, func(ctx context.Context, in textIn) (string, error) {
+		close(fastDone)
+		return "fast " + in.Text, nil
+	})
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("", "slow", `{"text":"1"}`, "fast", `{"text":"2"}`),
+		answer("both done"),
+	}}
+	a := newAgent(t, p, host.AgentOptions{Model: "m1", SystemPrompt: "be brief"})
+	for _, tl := range []host.ExecutableTool{slow, fast} {
+		if err := a.AddTool(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got, err := a.Chat(t.Context(), "go")
+	if err != nil || got != "both done" {
+		t.Fatalf("Chat = %q, %v", got, err)
+	}
+	reqs := p.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	if r := reqs[0]; r.Model != "m1" || r.System != "be brief" || len(r.Messages) != 1 || r.Messages[0].Content != "go" {
+		t.Errorf("first request: %+v", r)
+	}
+	msgs := reqs[1].Messages
+	if len(msgs) != 4 {
+		t.Fatalf("second request has %d messages, want 4: %+v", len(msgs), msgs)
+	}
+	want := []llm.Message{
+		{Role: llm.RoleTool, ToolCallID: "call1", Content: "slow 1"},
+		{Role: llm.RoleTool, ToolCallID: "call2", Content: "fast 2"},
+	}
+	for i, w := range want {
+		if g := msgs[2+i]; g.Role != w.Role || g.ToolCallID != w.ToolCallID || g.Content != w.Content || g.IsError {
+			t.Errorf("result %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if all := a.Messages(); len(all) != 5 || all[4].Content != "both done" || all[4].Role != llm.RoleAssistant {
+		t.Errorf("conversation: %+v", all)
+	}
+}
+
+func TestAgentToolFailureIsAResult(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("", "nope", `{}`, "echo", `{"text":1}`),
+		answer("ok"),
+	}}
+	a := newAgent(t, p, host.AgentOptions{})
+	if err := a.AddTool(echoTool("echo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Chat(t.Context(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	msgs := p.requests()[1].Messages
+	if m := msgs[2]; m.Content != "Error: tool not found: nope" || !m.IsError {
+		t.Errorf("unknown tool result: %+v", m)
+	}
+	if m := msgs[3]; !strings.HasPrefix(m.Content, "Error executing echo: ") || !m.IsError {
+		t.Errorf("bad arguments result: %+v", m)
+	}
+}
+
+func TestAgentMaxTurns(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("again", "echo", `{"text":"loop"}`),
+	}}
+	a := newAgent(t, p, host.AgentOptions{MaxTurns: 3})
+	if err := a.AddTool(echoTool("echo")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Chat(t.Context(), "start")
+	if !errors.Is(err, host.ErrMaxTurns) || !strings.Contains(err.Error(), "after 3 turns") {
+		t.Fatalf("err = %v, want ErrMaxTurns after 3 turns", err)
+	}
+	if n := len(p.requests()); n != 3 {
+		t.Errorf("%d model calls, want 3", n)
+	}
+	// user, then (assistant, tool result) three times.
+	if msgs := a.Messages(); len(msgs) != 7 || msgs[0].Content != "start" || msgs[6].Content != "loop" {
+		t.Errorf("conversation not kept: %+v", msgs)
+	}
+}
+
+func TestAgentDefaultMaxTurns(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){callTools("", "echo", `{"text":"x"}`)}}
+	a := newAgent(t, p, host.AgentOptions{})
+	if err := a.AddTool(echoTool("echo")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Chat(t.Context(), "start")
+	if err == nil || err.Error() != "agent: no final answer after 20 turns" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestAgentToolToggles(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("ok")}}
+	a := newAgent(t, p, host.AgentOptions{})
+	for _, n := range []string{"a", "b", "c"} {
+		if err := a.AddTool(echoTool(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.AddTool(echoTool("a")); !errors.Is(err, host.ErrToolExists) {
+		t.Errorf("adding a twice: %v", err)
+	}
+	steps := []struct {
+		name   string
+		change func() error
+		want   []string
+	}{
+		{"all", func() error { return nil }, []string{"a", "b", "c"}},
+		{"disable b", func() error { return a.DisableTool("b") }, []string{"a", "c"}},
+		{"remove a", func() error { a.RemoveTool("a"); return nil }, []string{"c"}},
+		{"enable b", func() error { return a.EnableTool("b") }, []string{"b", "c"}},
+		{"add d", func() error { return a.AddTool(echoTool("d")) }, []string{"b", "c", "d"}},
+	}
+	for i, s := range steps {
+		if err := s.change(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := toolNames(a.Tools()); !slices.Equal(got, s.want) {
+			t.Errorf("%s: Tools() = %v, want %v", s.name, got, s.want)
+		}
+		if _, err := a.Chat(t.Context(), s.name); err != nil {
+			t.Fatal(err)
+		}
+		if got := toolNames(p.requests()[i].Tools); !slices.Equal(got, s.want) {
+			t.Errorf("%s: the request carried %v, want %v", s.name, got, s.want)
+		}
+	}
+	if tl := a.Tools()[0]; tl.Description != "Echo." || !strings.Contains(string(tl.Parameters), `"text"`) {
+		t.Errorf("tool conversion: %+v", tl)
+	}
+	if err := a.EnableTool("nope"); !errors.Is(err, host.ErrToolNotFound) {
+		t.Errorf("EnableTool(nope) = %v", err)
+	}
+	if err := a.DisableTool("a"); !errors.Is(err, host.ErrToolNotFound) {
+		t.Errorf("DisableTool(removed) = %v", err)
+	}
+}
+
+// TestAgentLiveContext saves the session through the real session plugin:
+// what it writes follows the agent's state as it changes.
+func TestAgentLiveContext(t *testing.T) {
+	t.Parallel()
+	dir := pluginDir(t, "session")
+	file := filepath.Join(t.TempDir(), "session.json")
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("", "echo", `{"text":"tool said\nthis"}`),
+		answer("hi there"),
+	}}
+	a := newAgent(t, p, host.AgentOptions{PluginsDir: dir, SessionContextFilePath: file})
+	if err := a.AddTool(echoTool("echo")); err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(a.Tools()); !slices.Equal(got, []string{"save_session_context", "echo"}) {
+		t.Fatalf("tools = %v", got)
+	}
+
+	type saved struct {
+		Reason         string `json:"reason"`
+		SystemPrompt   string `json:"system_prompt"`
+		SessionContext string `json:"session_context"`
+	}
+	save := func(reason string) saved {
+		t.Helper()
+		if out := a.SaveContext(t.Context(), reason); out != "Session context saved to "+file {
+			t.Fatalf("SaveContext = %q", out)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s saved
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	a.SetSystemPrompt("first prompt")
+	if _, err := a.Chat(t.Context(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	want := "user: hello\n" +
+		"assistant → echo({\"text\":\"tool said\\nthis\"})\n" +
+		"tool echo: tool said\n  this\n" +
+		"assistant: hi there\n"
+	if s := save("one"); s.Reason != "one" || s.SystemPrompt != "first prompt" || s.SessionContext != want {
+		t.Errorf("first save: %+v\nwant session context %q", s, want)
+	}
+
+	a.ClearContext()
+	a.SetSystemPrompt("second prompt")
+	if s := save("two"); s.Reason != "two" || s.SystemPrompt != "second prompt" || s.SessionContext != "" {
+		t.Errorf("after ClearContext and SetSystemPrompt: %+v", s)
+	}
+	if n := len(a.Messages()); n != 0 {
+		t.Errorf("%d messages after ClearContext", n)
+	}
+}
+
+// TestAgentCancel cancels while a real plugin's tool runs, and while the
+// model request is in flight.
+func TestAgentCancel(t *testing.T) {
+	t.Parallel()
+	dir := pluginDir(t, "test")
+	started := filepath.Join(t.TempDir(), "started")
+
+	cases := map[string]struct {
+		step    func(context.Context, *llm.Request) (*llm.Response, error)
+		running func() bool
+	}{
+		"tool call": {
+			step: callTools("", "sleep", fmt.Sprintf(`{"millis":60000,"started":%q}`, started)),
+			running: func() bool {
+				_, err := os.Stat(started)
+				return err == nil
+			},
+		},
+		"model request": {
+			step: func(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+				<-ctx.Done()
+				return nil, fmt.Errorf("scripted: %w", ctx.Err())
+			},
+			running: func() bool { return true },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){tc.step}}
+			a := newAgent(t, p, host.AgentOptions{PluginsDir: dir})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := a.Chat(ctx, "wait")
+				done <- err
+			}()
+			eventually(t, "the call runs", tc.running)
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Chat = %v, want context.Canceled", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Chat did not return after cancellation")
+			}
+		})
+	}
+}
+
+func TestAgentStreamChat(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("looking", "echo", `{"text":"seen"}`, "nope", `{}`),
+		answer("all is done"),
+	}}
+	a := newAgent(t, p, host.AgentOptions{})
+	if err := a.AddTool(echoTool("echo")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var text strings.Builder
+	var total llm.Usage
+	final, err := a.StreamChat(t.Context(), "q", func(ev host.Event) error {
+		s := ev.Type.String()
+		switch ev.Type {
+		case host.EventText:
+			text.WriteString(ev.Text)
+			s += ":" + ev.Text
+		case host.EventToolCall:
+			s += ":" + ev.ToolCall.Name + string(ev.ToolCall.Arguments)
+		case host.EventToolResult:
+			s += fmt.Sprintf(":%s=%s,%v", ev.ToolCall.Name, ev.Result, ev.IsError)
+		case host.EventMessage:
+			s += ":" + ev.Message.Content
+		case host.EventUsage:
+			total = total.Add(ev.Usage)
+		}
+		got = append(got, s)
+		return nil
+	})
+	if err != nil || final != "all is done" {
+		t.Fatalf("StreamChat = %q, %v", final, err)
+	}
+	want := []string{
+		"text:looking",
+		"usage",
+		`tool_call:echo{"text":"seen"}`,
+		"tool_call:nope{}",
+		"tool_result:echo=seen,false",
+		"tool_result:nope=Error: tool not found: nope,true",
+		"text:all ", "text:is ", "text:done",
+		"usage",
+		"message:all is done",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if text.String() != "lookingall is done" || total != (llm.Usage{InputTokens: 15, OutputTokens: 3}) {
+		t.Errorf("text %q, usage %+v", text.String(), total)
+	}
+
+	// An error from onEvent stops the turn.
+	stop := errors.New("stop")
+	if _, err := a.StreamChat(t.Context(), "again", func(host.Event) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("StreamChat with a failing callback = %v", err)
+	}
+}
+
+func TestAgentGivenRegistry(t *testing.T) {
+	t.Parallel()
+	reg := host.NewToolRegistry(&host.Options{Logger: hclog.NewNullLogger()})
+	a := newAgent(t, &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("x")}}, host.AgentOptions{Registry: reg, SessionContextFilePath: "/tmp/f"})
+	if a.Registry() != reg {
+		t.Fatal("Registry() is not the given registry")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent did not close the registry it was given.
+	if err := reg.Register(echoTool("still")); err != nil {
+		t.Errorf("Register after the agent closed: %v", err)
+	}
+	if a.SessionContextFilePath() != "/tmp/f" {
+		t.Errorf("SessionContextFilePath = %q", a.SessionContextFilePath())
+	}
+}
+
+// TestAgentEndToEnd runs the whole loop over HTTP: an OpenAI-compatible
+// replay server asks for read_file, the real fs plugin reads the file, and
+// the final answer quotes what the tool result carried.
+func TestAgentEndToEnd(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the password is swordfish\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer test-key" {
+			http.Error(w, `{"error":{"message":"bad request line"}}`, http.StatusBadRequest)
+			return
+		}
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		bodies = append(bodies, body)
+		n := len(bodies)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if n == 1 {
+			fmt.Fprint(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":50,"completion_tokens":10}}`)
+			return
+		}
+		// Quote the tool result back, as a model would.
+		var result string
+		msgs, _ := body["messages"].([]any)
+		for _, m := range msgs {
+			if mm, _ := m.(map[string]any); mm["role"] == "tool" && mm["tool_call_id"] == "call_abc" {
+				result, _ = mm["content"].(string)
+			}
+		}
+		out, _ := json.Marshal("The file says: " + strings.TrimSpace(result))
+		fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":80,"completion_tokens":8}}`, out)
+	}))
+	t.Cleanup(srv.Close)
+
+	provider := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "test-key"})
+	a := newAgent(t, provider, host.AgentOptions{
+		Model:           "gpt-test",
+		PluginsDir:      pluginDir(t, "fs"),
+		RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}},
+	})
+	got, err := a.Chat(t.Context(), "What is in notes.txt?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "The file says: the password is swordfish"; got != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	if bodies[0]["model"] != "gpt-test" {
+		t.Errorf("model = %v", bodies[0]["model"])
+	}
+	var offered []string
+	tools, _ := bodies[0]["tools"].([]any)
+	for _, tl := range tools {
+		fn, _ := tl.(map[string]any)["function"].(map[string]any)
+		offered = append(offered, fmt.Sprint(fn["name"]))
+	}
+	if !slices.Contains(offered, "read_file") || slices.Contains(offered, "remove") {
+		t.Errorf("tools offered: %v", offered)
+	}
+	second, _ := json.Marshal(bodies[1]["messages"])
+	if !strings.Contains(string(second), `"tool_call_id":"call_abc"`) || !strings.Contains(string(second), "swordfish") {
+		t.Errorf("the second request lacks the tool result: %s", second)
+	}
+}
