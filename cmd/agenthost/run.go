@@ -27,6 +27,10 @@ Commands:
   plugins                      list the plugin binaries found, or why each was skipped
   chat [-m TEXT]               talk with a model that calls the tools (interactive,
                                or one answer with -m); see agenthost chat --help
+  mcp [--http ADDR]            serve the enabled tools to MCP clients over stdio,
+                               or streamable HTTP at ADDR/mcp (loopback unless a
+                               host is given; --token or $AGENTHOST_MCP_TOKEN sets
+                               a bearer token, required off loopback)
 
 Flags (before or after the command):
   --plugins DIR      the plugins directory (default $AGENTHOST_PLUGINS, else
@@ -90,6 +94,7 @@ func commands() map[string]*command {
 		"call":    callCommand(),
 		"plugins": pluginsCommand(),
 		"chat":    chatCommand(),
+		"mcp":     mcpCommand(),
 	}
 }
 

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// mcpTokenVar is the environment variable that holds the bearer token of
+// agenthost mcp --http, when --token is not given.
+const mcpTokenVar = "AGENTHOST_MCP_TOKEN"
+
+// mcpFlags are the flags of agenthost mcp.
+type mcpFlags struct {
+	http  string
+	token string
+	// addr is --http with its host filled in: what the server listens on.
+	addr string
+}
+
+// mcpCommand serves the registry's enabled tools to MCP clients: over
+// stdio, or over the streamable HTTP transport with --http.
+func mcpCommand() *command {
+	f := &mcpFlags{}
+	return &command{
+		usage: "agenthost mcp [--http ADDR [--token TOKEN]]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio")
+			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
+		},
+		prepare: f.check,
+		run: func(ctx context.Context, env *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("mcp takes no arguments")
+			}
+			server := newMCPServer(env.registry)
+			if f.http == "" {
+				return serveStdio(ctx, server, env.stdin, env.stdout)
+			}
+			return serveHTTP(ctx, server, f.addr, f.token, env.stderr)
+		},
+	}
+}
+
+// check validates the flags before the plugins start: a non-loopback
+// address needs a token.
+func (f *mcpFlags) check() error {
+	if f.http == "" {
+		if f.token != "" {
+			return usagef("mcp: --token needs --http")
+		}
+		return nil
+	}
+	if f.token == "" {
+		f.token = os.Getenv(mcpTokenVar)
+	}
+	addr, loopback, err := listenAddr(f.http)
+	if err != nil {
+		return usagef("mcp: --http %s: %v", f.http, err)
+	}
+	if !loopback && f.token == "" {
+		return usagef("mcp: --http %s is not a loopback address: set a bearer token with --token or %s", f.http, mcpTokenVar)
+	}
+	f.addr = addr
+	return nil
+}
+
+// listenAddr completes an --http address: a bare port or ":port" binds
+// 127.0.0.1. It reports whether the host is a loopback one.
+func listenAddr(s string) (addr string, loopback bool, err error) {
+	if !strings.Contains(s, ":") {
+		s = ":" + s
+	}
+	h, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", false, err
+	}
+	if port == "" {
+		return "", false, errors.New("no port")
+	}
+	if h == "" {
+		h = "127.0.0.1"
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		loopback = ip.IsLoopback()
+	} else {
+		loopback = strings.EqualFold(h, "localhost")
+	}
+	return net.JoinHostPort(h, port), loopback, nil
+}
+
+// newMCPServer returns an MCP server that offers the registry's enabled
+// tools and runs every tools/call through the registry.
+func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "agenthost", Version: buildVersion()}, &mcp.ServerOptions{
+		// Tools only, and a list that does not change while serving.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	schemas := map[string]host.ChatTool{}
+	for _, s := range reg.EnabledSchemas() {
+		schemas[s.Function.Name] = s
+	}
+	for _, info := range reg.Tools() {
+		schema, ok := schemas[info.Name]
+		if !ok || !info.Enabled {
+			continue
+		}
+		server.AddTool(mcpTool(info, schema), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return callTool(ctx, reg, req)
+		})
+	}
+	// The SDK answers a call of a tool it does not list with a protocol
+	// error; agenthost answers unknown and disabled tools with an error
+	// result, as the registry words it. So every tools/call goes to the
+	// registry here.
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+				return callTool(ctx, reg, call)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return server
+}
+
+// mcpTool is the MCP description of a registered tool: its parameters
+// schema as the registry exports it, and every annotation explicit,
+// because MCP's defaults for absent hints are the unsafe ones.
+func mcpTool(info host.ToolInfo, schema host.ChatTool) *mcp.Tool {
+	a := info.Annotations
+	return &mcp.Tool{
+		Name:        info.Name,
+		Description: schema.Function.Description,
+		InputSchema: schema.Function.Parameters,
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:    a.ReadOnly,
+			DestructiveHint: &a.Destructive,
+			IdempotentHint:  a.Idempotent,
+			OpenWorldHint:   &a.OpenWorld,
+		},
+	}
+}
+
+// callTool runs a tools/call through the registry. A tool failure is an
+// error result; only a request without a tool name is a protocol error.
+func callTool(ctx context.Context, reg *host.ToolRegistry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Params == nil || req.Params.Name == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
+	}
+	result := reg.Execute(ctx, req.Params.Name, req.Params.Arguments)
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: result}},
+		IsError: host.IsError(result),
+	}, nil
+}
+
+// serveStdio serves one session over stdin and stdout until the client
+// closes stdin or ctx is canceled.
+func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer) error {
+	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	session, err := server.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- session.Wait() }()
+	select {
+	case <-ctx.Done():
+		session.Close()
+		<-done
+		return nil
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		return nil
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveHTTP serves the streamable HTTP transport at /mcp (and /) until ctx
+// is canceled. It prints the URL to stderr once it listens.
+func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+		PropagateRequestCancellation: true,
+		SessionTimeout:               time.Hour,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	mux.Handle("/{$}", handler)
+	srv := &http.Server{
+		Handler:           requireToken(token, mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Canceling ctx ends every request, open event streams included.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	fmt.Fprintf(stderr, "listening on http://%s/mcp\n", ln.Addr())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("mcp: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+// requireToken answers 401 to a request without "Authorization: Bearer
+// TOKEN". An empty token requires nothing.
+func requireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// buildVersion is the main module's version from the build info, or "dev"
+// for a build from a work tree.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
