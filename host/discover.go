@@ -34,12 +34,23 @@ type PluginReport struct {
 	Refused []string
 	// Err says why the plugin was skipped; nil when it loaded.
 	Err error
+	// Cached says the tools came from the description cache.
+	Cached bool
+	// Launched says the plugin's process was started at load: its
+	// description was not cached, or the registry is eager.
+	Launched bool
 }
 
-// LoadPlugins starts every plugin binary in dir — an executable regular
-// file whose name starts with "agenthost-plugin-" — asks each for its
-// tools, and registers them. Plugins start in parallel; their tools are
-// registered in the order of the binaries' names.
+// LoadPlugins registers the tools of every plugin binary in dir — an
+// executable regular file whose name starts with "agenthost-plugin-" —
+// in the order of the binaries' names.
+//
+// A plugin's tools come from the description cache (Options.CacheDir)
+// when it holds an entry for the very same binary: then no process is
+// started, and the plugin starts on the first call of one of its tools.
+// Otherwise, or with Options.Eager, the plugins are started in parallel
+// and asked for their tools; they keep running, and their descriptions
+// are cached.
 //
 // A binary that fails to start, exits, misses the handshake deadline or
 // speaks another protocol version is skipped with a warning in the log
@@ -53,16 +64,36 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	if err != nil {
 		return nil, err
 	}
+	lock, err := ReadLockFile(LockFilePath(dir, r.lockFile))
+	if err != nil {
+		return nil, err
+	}
 	procs := make([]*pluginProcess, len(paths))
 	descs := make([]*toolv1.DescribeResponse, len(paths))
 	errs := make([]error, len(paths))
+	cached := make([]bool, len(paths))
 	var wg sync.WaitGroup
 	for i, path := range paths {
-		procs[i] = newPluginProcess(path, r.logger, r.startTimeout)
+		procs[i] = newPluginProcess(path, r.logger, r.startTimeout, r.idleTimeout)
+		procs[i].lock, procs[i].pluginEnv = lock, r.pluginEnv
+		if errs[i] = lock.Check(path); errs[i] != nil {
+			continue
+		}
+		if !r.eager {
+			if descs[i] = r.cache.lookup(path); descs[i] != nil {
+				cached[i] = true
+				continue
+			}
+		}
 		wg.Go(func() {
-			dctx, cancel := context.WithTimeout(ctx, r.startTimeout)
+			// The launch has startTimeout; the slack lets its own error,
+			// which says more, come first.
+			dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
 			defer cancel()
 			descs[i], errs[i] = procs[i].describe(dctx)
+			if errs[i] == nil {
+				r.cache.store(path, descs[i])
+			}
 		})
 	}
 	wg.Wait()
@@ -70,11 +101,45 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	reports := make([]PluginReport, len(paths))
 	for i, proc := range procs {
 		reports[i] = r.adopt(proc, descs[i], errs[i])
+		reports[i].Cached = cached[i]
+		reports[i].Launched = !cached[i]
 	}
 	r.mu.Lock()
 	r.reports = append(r.reports, reports...)
 	r.mu.Unlock()
 	return reports, nil
+}
+
+// ErrPluginNotFound: no loaded plugin has that name.
+var ErrPluginNotFound = errors.New("plugin not found")
+
+// ResetPlugin re-enables a plugin that was disabled after repeated
+// crashes, and forgets its crashes: its next call starts it again at
+// once. name is the binary's file name or the name the plugin gives
+// itself. Enable of one of the plugin's tools does the same.
+func (r *ToolRegistry) ResetPlugin(name string) error {
+	r.mu.RLock()
+	var found *pluginProcess
+	for _, p := range r.plugins {
+		if p.name == name {
+			found = p
+		}
+	}
+	for _, rep := range r.reports {
+		if found == nil && rep.Name == name && rep.Err == nil {
+			for _, p := range r.plugins {
+				if p.path == rep.Path {
+					found = p
+				}
+			}
+		}
+	}
+	r.mu.RUnlock()
+	if found == nil {
+		return fmt.Errorf("%w: %s", ErrPluginNotFound, name)
+	}
+	found.reset()
+	return nil
 }
 
 // adopt registers the tools of a described plugin, or reports why not.

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 		runHostHelper(dir)
 		return
 	}
+	plugintest.IsolateCache()
 	code := m.Run()
 	plugintest.Cleanup()
 	os.Exit(code)

@@ -40,7 +40,7 @@ func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
 
 	want := slices.Concat(fsTools, []string{
 		"save_session_context", // agenthost-plugin-session
-		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "state", "stdout", "big", "patient", "danger",
+		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "hold", "state", "stdout", "big", "patient", "danger",
 	})
 	if got := reg.ToolNames(); !slices.Equal(got, want) {
 		t.Errorf("ToolNames() = %v\nwant %v", got, want)

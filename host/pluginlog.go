@@ -30,30 +30,30 @@ func (l quietLogger) Log(level hclog.Level, msg string, args ...any) {
 
 // lastLine remembers the last non-empty line a plugin wrote to stderr, so
 // that a plugin that dies at start-up can be reported with its last words.
-// go-plugin writes it one line per call.
+// Lines of the sdk's JSON logger count only at warn or error level.
 type lastLine struct {
 	mu   sync.Mutex
 	line string
 }
 
 func (l *lastLine) Write(p []byte) (int, error) {
-	s := strings.TrimSpace(string(p))
-	var entry struct {
-		Level   string `json:"@level"`
-		Message string `json:"@message"`
-	}
-	if json.Unmarshal(p, &entry) == nil {
-		// A log line of the sdk's logger: only its errors and warnings
-		// are last words.
-		s = ""
-		if entry.Level == "error" || entry.Level == "warn" {
-			s = entry.Message
+	for raw := range strings.SplitSeq(string(p), "\n") {
+		s := strings.TrimSpace(raw)
+		var entry struct {
+			Level   string `json:"@level"`
+			Message string `json:"@message"`
 		}
-	}
-	if s != "" {
-		l.mu.Lock()
-		l.line = s
-		l.mu.Unlock()
+		if json.Unmarshal([]byte(s), &entry) == nil {
+			s = ""
+			if entry.Level == "error" || entry.Level == "warn" {
+				s = entry.Message
+			}
+		}
+		if s != "" {
+			l.mu.Lock()
+			l.line = s
+			l.mu.Unlock()
+		}
 	}
 	return len(p), nil
 }
@@ -92,7 +92,12 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 	if how != nil {
 		msg += " (" + how.Error() + ")"
 	}
-	if last := inst.stderr.String(); last != "" {
+	// Its last words are complete once its output has been read out.
+	select {
+	case <-inst.runner.finished:
+	case <-time.After(time.Second):
+	}
+	if last := inst.runner.tail.String(); last != "" {
 		msg += ": " + last
 	}
 	return errors.New(msg)

@@ -54,7 +54,38 @@ type Options struct {
 	// absolute; the first is where relative paths resolve. None means the
 	// current directory; "/" opts out of confinement knowingly.
 	Roots []string
+
+	// CacheDir is where plugin descriptions are cached, so that a host
+	// with a warm cache starts no plugin until one of its tools is
+	// called. Empty means "agenthost/plugins" under the user's cache
+	// directory; NoCache ("-") turns the cache off.
+	CacheDir string
+
+	// Eager starts every plugin at load, in parallel, instead of on the
+	// first call of one of its tools.
+	Eager bool
+
+	// IdleTimeout stops a plugin that has had no call for that long; its
+	// next call starts it again. Zero means DefaultIdleTimeout; a
+	// negative value never stops an idle plugin.
+	IdleTimeout time.Duration
+
+	// LockFile is the lock file that plugin binaries are checked against
+	// (see WriteLockFile). Empty means agenthost.lock in the plugins
+	// directory. While the file exists, a binary it does not list, or
+	// whose SHA-256 differs, is refused before it is executed; without
+	// it, every plugin binary runs.
+	LockFile string
+
+	// PluginEnv names the variables of the host's environment passed
+	// through to plugins besides the allow-list (PATH, HOME, USER, LANG,
+	// LC_*, TMPDIR, TZ, SHELL, TERM). No other variable reaches a plugin.
+	PluginEnv []string
 }
+
+// DefaultIdleTimeout is how long a plugin may go without calls before it
+// is stopped, unless Options.IdleTimeout says otherwise.
+const DefaultIdleTimeout = 5 * time.Minute
 
 // ToolRegistry holds the tools an agent may call, in registration order,
 // each enabled or disabled, and runs them. It is safe for concurrent use.
@@ -65,6 +96,11 @@ type Options struct {
 type ToolRegistry struct {
 	logger       hclog.Logger
 	startTimeout time.Duration
+	idleTimeout  time.Duration // 0: never
+	eager        bool
+	cache        *descCache
+	lockFile     string
+	pluginEnv    []string
 
 	mu       sync.RWMutex
 	entries  map[string]*entry
@@ -99,6 +135,17 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		toolCtx:      opts.ToolContext,
 		timeout:      opts.Timeout,
 		roots:        absRoots(opts.Roots),
+		idleTimeout:  opts.IdleTimeout,
+		eager:        opts.Eager,
+		cache:        newDescCache(opts.CacheDir),
+		lockFile:     opts.LockFile,
+		pluginEnv:    opts.PluginEnv,
+	}
+	switch {
+	case r.idleTimeout == 0:
+		r.idleTimeout = DefaultIdleTimeout
+	case r.idleTimeout < 0:
+		r.idleTimeout = 0
 	}
 	if r.logger == nil {
 		r.logger = hclog.Default()
@@ -221,8 +268,20 @@ func (r *ToolRegistry) Unregister(name string) {
 	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
 }
 
-// Enable makes a registered tool available to the model.
-func (r *ToolRegistry) Enable(name string) error { return r.setEnabled(name, true) }
+// Enable makes a registered tool available to the model. Enabling a tool
+// served by a plugin that was disabled after repeated crashes also
+// re-enables the plugin (see ResetPlugin).
+func (r *ToolRegistry) Enable(name string) error {
+	if err := r.setEnabled(name, true); err != nil {
+		return err
+	}
+	if t, ok := r.Tool(name); ok {
+		if pt, ok := t.(*pluginTool); ok {
+			pt.proc.reset()
+		}
+	}
+	return nil
+}
 
 // Disable keeps a tool registered but hides it from the model and refuses
 // to run it.

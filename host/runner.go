@@ -10,10 +10,16 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
 )
+
+// drainGrace is how long a plugin's output is still read after its
+// process has exited: what it wrote last arrives, and a grandchild that
+// holds the pipes open cannot hold up the host beyond it.
+const drainGrace = 200 * time.Millisecond
 
 // groupRunner starts a plugin binary the way the host needs it:
 //   - with no stdin, and its stdout read only by go-plugin's handshake, so
@@ -22,18 +28,31 @@ import (
 //   - in a process group of its own, which Kill signals whole, so the
 //     plugin's children go with it;
 //   - on Linux, with a parent-death signal, so the plugin does not outlive
-//     a host that was killed without a chance to clean up.
+//     a host that was killed without a chance to clean up;
+//   - with output pipes that end when the process does: go-plugin reaps a
+//     plugin only after its stdout and stderr reach EOF, which a grandchild
+//     holding them would postpone for ever. The runner waits for the
+//     process itself, and a short drain after the process has exited it
+//     closes the pipes go-plugin reads.
 type groupRunner struct {
 	logger hclog.Logger
 	cmd    *exec.Cmd
-	stdout io.ReadCloser
-	stderr io.ReadCloser
 	path   string
 	pid    int
 
-	done    chan struct{} // closed when the process has been waited for
-	waitErr error         // how it ended, once done is closed
-	once    sync.Once
+	// The OS pipes the process writes to, and the pipes go-plugin reads,
+	// fed from them.
+	osOut, osErr *os.File
+	outR, errR   *io.PipeReader
+	outW, errW   *io.PipeWriter
+	childEnds    []*os.File // closed in the host once the process has them
+
+	done     chan struct{} // closed when the process has been waited for
+	waitErr  error         // how it ended, once done is closed
+	finished chan struct{} // closed once its output is read to the end, or given up on
+	mu       sync.Mutex    // guards reaped against signals to the group
+	reaped   bool
+	tail     lastLine // the last line it wrote to stderr
 }
 
 var _ runner.Runner = (*groupRunner)(nil)
@@ -41,46 +60,118 @@ var _ runner.Runner = (*groupRunner)(nil)
 func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd) (*groupRunner, error) {
 	cmd.Stdin = nil
 	cmd.SysProcAttr = pluginSysProcAttr()
-	stdout, err := cmd.StdoutPipe()
+	osOut, childOut, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
+	osErr, childErr, err := os.Pipe()
 	if err != nil {
+		osOut.Close()
+		childOut.Close()
 		return nil, err
 	}
-	return &groupRunner{logger: logger, cmd: cmd, stdout: stdout, stderr: stderr, path: cmd.Path, done: make(chan struct{})}, nil
+	cmd.Stdout, cmd.Stderr = childOut, childErr
+	r := &groupRunner{
+		logger: logger, cmd: cmd, path: cmd.Path,
+		osOut: osOut, osErr: osErr,
+		childEnds: []*os.File{childOut, childErr},
+		done:      make(chan struct{}),
+		finished:  make(chan struct{}),
+	}
+	r.outR, r.outW = io.Pipe()
+	r.errR, r.errW = io.Pipe()
+	return r, nil
 }
 
 func (r *groupRunner) Start(context.Context) error {
-	if err := r.cmd.Start(); err != nil {
+	err := r.cmd.Start()
+	for _, f := range r.childEnds {
+		f.Close()
+	}
+	if err != nil {
+		r.closePipes()
+		close(r.finished)
 		return err
 	}
 	r.pid = r.cmd.Process.Pid
 	r.logger.Debug("plugin started", "path", r.path, "pid", r.pid)
+
+	var copies sync.WaitGroup
+	copies.Go(func() { copyOut(r.outW, r.osOut, nil) })
+	copies.Go(func() { copyOut(r.errW, r.osErr, &r.tail) })
+	go func() {
+		// Learn of the exit without reaping: while the plugin is a
+		// zombie its pid cannot be reused, so its process group can be
+		// signalled safely. What it left in its group goes with it;
+		// after the reap, the group is never signalled again.
+		if waitExited(r.pid) {
+			_ = r.signalGroup(syscall.SIGKILL)
+		}
+		r.mu.Lock()
+		// cmd's stdout and stderr are files, so Wait does not wait for
+		// the pipes: only for the process.
+		r.waitErr = r.cmd.Wait()
+		r.reaped = true
+		r.mu.Unlock()
+		close(r.done)
+		drained := make(chan struct{})
+		go func() { copies.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(drainGrace):
+			r.logger.Debug("plugin output still open after it exited; closing it", "path", r.path, "pid", r.pid)
+		}
+		r.closePipes()
+		close(r.finished)
+	}()
 	return nil
 }
 
-// Wait waits for the process and records how it ended.
+// copyOut feeds go-plugin's end from the process's pipe until either ends,
+// and tail too when it is not nil.
+func copyOut(w *io.PipeWriter, f *os.File, tail io.Writer) {
+	var dst io.Writer = w
+	if tail != nil {
+		dst = io.MultiWriter(tail, w)
+	}
+	_, err := io.Copy(dst, f)
+	if errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+		err = nil
+	}
+	w.CloseWithError(err)
+}
+
+// closePipes gives go-plugin EOF and releases the host's ends of the OS
+// pipes, whoever else still holds theirs.
+func (r *groupRunner) closePipes() {
+	r.outW.Close()
+	r.errW.Close()
+	r.osOut.Close()
+	r.osErr.Close()
+}
+
+// Wait waits for the process and its output, and says how it ended.
 func (r *groupRunner) Wait(context.Context) error {
-	err := r.cmd.Wait()
-	r.once.Do(func() {
-		r.waitErr = err
-		close(r.done)
-	})
-	return err
+	<-r.done
+	return r.waitErr
 }
 
 // Kill kills the plugin's whole process group.
 func (r *groupRunner) Kill(context.Context) error { return r.killGroup() }
 
-func (r *groupRunner) killGroup() error {
-	if r.pid == 0 {
+func (r *groupRunner) killGroup() error { return r.signalGroup(syscall.SIGKILL) }
+
+// signalGroup signals the plugin's process group, unless the plugin has
+// been reaped: from then on its number may belong to another process.
+func (r *groupRunner) signalGroup(sig syscall.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pid == 0 || r.reaped {
 		return nil
 	}
-	err := syscall.Kill(-r.pid, syscall.SIGKILL)
+	err := syscall.Kill(-r.pid, sig)
 	if err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("killing process group %d: %w", r.pid, err)
+		return fmt.Errorf("signalling process group %d: %w", r.pid, err)
 	}
 	return nil
 }
@@ -95,8 +186,8 @@ func (r *groupRunner) exited() (bool, error) {
 	}
 }
 
-func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
-func (r *groupRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *groupRunner) Stdout() io.ReadCloser { return r.outR }
+func (r *groupRunner) Stderr() io.ReadCloser { return r.errR }
 func (r *groupRunner) Name() string          { return r.path }
 func (r *groupRunner) ID() string {
 	if r.pid == 0 {

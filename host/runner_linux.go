@@ -1,6 +1,10 @@
 package host
 
-import "syscall"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // pluginSysProcAttr puts the plugin in a process group of its own and has
 // the kernel send it SIGTERM when the host dies, even by SIGKILL. A plugin
@@ -8,4 +12,16 @@ import "syscall"
 // signal unless it handles it.
 func pluginSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+}
+
+// waitExited returns once the process has exited, leaving it unreaped,
+// and reports whether it could.
+func waitExited(pid int) bool {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err == nil
+		}
+	}
 }

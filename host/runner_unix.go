@@ -7,3 +7,7 @@ import "syscall"
 func pluginSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// waitExited cannot wait without reaping here: the group is not
+// signalled at exit.
+func waitExited(int) bool { return false }

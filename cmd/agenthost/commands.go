@@ -106,10 +106,14 @@ func callCommand() *command {
 
 func pluginsCommand() *command {
 	return &command{
-		usage: "agenthost plugins",
+		usage:      "agenthost plugins [lock [--lock FILE]]",
+		noRegistry: isPluginsLock,
 		run: func(ctx context.Context, env *env, args []string) error {
+			if isPluginsLock(args) {
+				return pluginsLock(env, args[1:])
+			}
 			if len(args) > 0 {
-				return usagef("plugins takes no arguments")
+				return usagef("plugins takes no arguments, or lock")
 			}
 			reports := env.registry.Plugins()
 			if len(reports) == 0 {

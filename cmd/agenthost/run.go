@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -25,6 +26,10 @@ Commands:
   schemas                      print the enabled tools' schemas, as a model gets them
   call NAME [ARGS_JSON | -]    run one tool with JSON arguments (- reads them from stdin)
   plugins                      list the plugin binaries found, or why each was skipped
+  plugins lock [--lock FILE]   write the SHA-256 of every plugin binary to the lock
+                               file (no plugin is started); while it exists, a
+                               binary it does not list or whose hash differs is
+                               refused
   chat [-m TEXT]               talk with a model that calls the tools (interactive,
                                or one answer with -m); see agenthost chat --help
   mcp [--http ADDR]            serve the enabled tools to MCP clients over stdio,
@@ -42,17 +47,36 @@ Flags (before or after the command):
   --enable NAME      enable a tool (repeatable); opt-in tools start disabled
   --disable NAME     disable a tool (repeatable)
   --log-level LEVEL  trace, debug, info, warn (default) or error; logs go to stderr
+  --eager            start every plugin at load, in parallel; by default a
+                     plugin whose description is cached starts on the
+                     first call of one of its tools
+  --cache-dir DIR    where plugin descriptions are cached (default the user
+                     cache directory's agenthost/plugins; - for none)
+  --idle-timeout D   stop a plugin after D without calls (default 5m; 0:
+                     never); its next call starts it again
+  --lock FILE        the lock file (default agenthost.lock in the plugins
+                     directory); without one, every plugin binary runs
+  --plugin-env NAME  pass the environment variable NAME to plugins (repeatable);
+                     they get only PATH, HOME, USER, LANG, LC_*, TMPDIR, TZ,
+                     SHELL, TERM otherwise
+  --version          print the version and exit (before the command)
 
 Run agenthost COMMAND --help for a command's own flags.
 `
 
 // globals are the flags every command takes.
 type globals struct {
-	plugins  string
-	roots    listFlag
-	enable   listFlag
-	disable  listFlag
-	logLevel string
+	plugins   string
+	roots     listFlag
+	enable    listFlag
+	disable   listFlag
+	logLevel  string
+	lock      string
+	pluginEnv listFlag
+
+	eager       bool
+	cacheDir    string
+	idleTimeout time.Duration
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -61,6 +85,11 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.Var(&g.enable, "enable", "enable the tool `NAME` (repeatable)")
 	fs.Var(&g.disable, "disable", "disable the tool `NAME` (repeatable)")
 	fs.StringVar(&g.logLevel, "log-level", g.logLevel, "log `LEVEL`: trace, debug, info, warn or error")
+	fs.StringVar(&g.lock, "lock", g.lock, "the lock `FILE` (default agenthost.lock in the plugins directory)")
+	fs.Var(&g.pluginEnv, "plugin-env", "pass the environment variable `NAME` to plugins (repeatable)")
+	fs.BoolVar(&g.eager, "eager", g.eager, "start every plugin at load, in parallel, instead of on first use")
+	fs.StringVar(&g.cacheDir, "cache-dir", g.cacheDir, "where plugin descriptions are cached (`DIR`; - for none)")
+	fs.DurationVar(&g.idleTimeout, "idle-timeout", g.idleTimeout, "stop a plugin after this `DURATION` without calls (0: never)")
 }
 
 // listFlag is a repeatable string flag.
@@ -77,7 +106,11 @@ type command struct {
 	// prepare, if set, checks the command's flags before the plugins
 	// start.
 	prepare func() error
-	run     func(ctx context.Context, env *env, args []string) error
+	// noRegistry, if set, says whether the command runs with these
+	// arguments without the registry: no plugin starts, and env.registry
+	// is nil.
+	noRegistry func(args []string) bool
+	run        func(ctx context.Context, env *env, args []string) error
 }
 
 // env is what a command runs with.
@@ -85,6 +118,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	registry       *host.ToolRegistry
+	// pluginsDir and lockFile are the plugins directory and the --lock
+	// flag.
+	pluginsDir, lockFile string
 }
 
 func commands() map[string]*command {
@@ -101,16 +137,20 @@ func commands() map[string]*command {
 // run is the whole program, testable: main only adds the process's
 // stdio, signals and exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	g := &globals{plugins: os.Getenv("AGENTHOST_PLUGINS"), logLevel: "warn"}
+	g := &globals{plugins: os.Getenv("AGENTHOST_PLUGINS"), logLevel: "warn", idleTimeout: host.DefaultIdleTimeout}
 	root := flag.NewFlagSet("agenthost", flag.ContinueOnError)
 	root.SetOutput(io.Discard)
 	g.register(root)
+	showVersion := versionFlag(root)
 	if err := root.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usageText)
 			return nil
 		}
 		return usagef("%v", err)
+	}
+	if *showVersion {
+		return printVersion(stdout)
 	}
 	if root.NArg() == 0 {
 		return usagef("no command given")
@@ -159,7 +199,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usagef("--root %s: not a directory", root)
 		}
 	}
-	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots})
+	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock}
+	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
+		return cmd.run(ctx, cmdEnv, fs.Args())
+	}
+	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
+		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout)})
 	if err != nil {
 		return err
 	}
@@ -174,7 +219,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usagef("--disable %s: %v", n, err)
 		}
 	}
-	return cmd.run(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, registry: reg}, fs.Args())
+	cmdEnv.registry = reg
+	return cmd.run(ctx, cmdEnv, fs.Args())
+}
+
+// idleTimeoutOption maps --idle-timeout, where 0 means never, onto
+// Options.IdleTimeout, where never is negative.
+func idleTimeoutOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func printCommandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {

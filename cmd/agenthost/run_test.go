@@ -18,6 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	plugintest.IsolateCache()
 	code := m.Run()
 	plugintest.Cleanup()
 	os.Exit(code)

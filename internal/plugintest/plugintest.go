@@ -103,6 +103,23 @@ func Install(t testing.TB, dir, name, pkg string) string {
 	return dst
 }
 
+// IsolateCache points the user cache directory (where the host caches
+// plugin descriptions) at a fresh temporary directory for the rest of the
+// test process, so tests neither read nor fill the user's own. Call it
+// from TestMain before the tests run; Cleanup removes it.
+func IsolateCache() {
+	dir, err := os.MkdirTemp("", "agenthost-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", dir)
+	mu.Lock()
+	cacheDir = dir
+	mu.Unlock()
+}
+
+var cacheDir string
+
 // Cleanup removes the shared binaries; call it from TestMain after the
 // tests ran.
 func Cleanup() {
@@ -110,5 +127,8 @@ func Cleanup() {
 	defer mu.Unlock()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
+	}
+	if cacheDir != "" {
+		os.RemoveAll(cacheDir)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/sdk"
@@ -60,6 +61,18 @@ func main() {
 		sdk.NewTool(sdk.Info{Name: "spawn", Description: "Start a long-lived child process and return its id."},
 			func(ctx context.Context, in empty) (string, error) {
 				cmd := exec.Command("sleep", "300")
+				if err := cmd.Start(); err != nil {
+					return "", err
+				}
+				go cmd.Wait()
+				return strconv.Itoa(cmd.Process.Pid), nil
+			}),
+		sdk.NewTool(sdk.Info{Name: "hold", Description: "Start a grandchild in a session of its own that holds the plugin's stderr open, and return its id."},
+			func(ctx context.Context, in empty) (string, error) {
+				// What a plugin must never do: the host has to cope.
+				cmd := exec.Command("sh", "-c", "exec sleep 300")
+				cmd.Stderr = os.Stderr
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 				if err := cmd.Start(); err != nil {
 					return "", err
 				}

@@ -1,0 +1,185 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/internal/wire"
+	"github.com/agenthost/agenthost/sdk/toolv1"
+)
+
+// NoCache as Options.CacheDir turns the description cache off.
+const NoCache = "-"
+
+// descCache keeps each plugin's DescribeResponse on disk, so that a host
+// starting with a warm cache registers a plugin's tools without launching
+// it. An entry is keyed by the binary's absolute path, size, modification
+// time, SHA-256 and the protocol version.
+//
+// Hashing every binary at every start-up would cost more than the launch
+// it saves, so a lookup first compares what stat says: when the path,
+// size, modification time, inode, device and change time all match the
+// entry's, the entry's hash is trusted. The change time cannot be set
+// from user space, and replacing or rewriting a binary (a rebuild, a
+// copy, touch -m) changes it, so a rebuilt binary is always hashed. When
+// stat differs but the size matches, the binary is hashed: the same
+// content (a copy, a restore) keeps its description and the entry is
+// refreshed; different content is described again.
+//
+// A cache file that cannot be read or parsed is ignored, and rewritten
+// once the plugin has been described.
+type descCache struct {
+	dir string // "" when the cache is off
+}
+
+// cacheEntry is one cache file.
+type cacheEntry struct {
+	Path          string          `json:"path"`
+	Size          int64           `json:"size"`
+	ModTime       int64           `json:"mtime_ns"`
+	ChangeTime    int64           `json:"ctime_ns"`
+	Inode         uint64          `json:"inode"`
+	Device        uint64          `json:"device"`
+	SHA256        string          `json:"sha256"`
+	Protocol      int             `json:"protocol"`
+	ProtocolMinor int             `json:"protocol_minor"`
+	Describe      json.RawMessage `json:"describe"`
+}
+
+// newDescCache returns the cache in dir: "" means the user's cache
+// directory, NoCache none.
+func newDescCache(dir string) *descCache {
+	switch dir {
+	case NoCache:
+		return &descCache{}
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return &descCache{}
+		}
+		dir = filepath.Join(base, "agenthost", "plugins")
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return &descCache{dir: dir}
+}
+
+// binaryStat is what stat says of a binary, for the cache key.
+type binaryStat struct {
+	path               string
+	size, mtime, ctime int64
+	inode, device      uint64
+}
+
+func statBinary(path string) (binaryStat, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return binaryStat{}, err
+	}
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return binaryStat{}, err
+	}
+	st := binaryStat{path: abs, size: info.Size(), mtime: info.ModTime().UnixNano()}
+	st.ctime, st.inode, st.device = statIdentity(info)
+	return st, nil
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// file is the cache file of a binary: one per absolute path.
+func (c *descCache) file(abs string) string {
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
+}
+
+// lookup returns the cached description of the binary at path, or nil.
+func (c *descCache) lookup(path string) *toolv1.DescribeResponse {
+	if c == nil || c.dir == "" {
+		return nil
+	}
+	st, err := statBinary(path)
+	if err != nil {
+		return nil
+	}
+	data, err := os.ReadFile(c.file(st.path))
+	if err != nil {
+		return nil
+	}
+	var e cacheEntry
+	if json.Unmarshal(data, &e) != nil || e.Path != st.path || e.Size != st.size ||
+		e.Protocol != wire.ProtocolVersion || e.ProtocolMinor != wire.ProtocolMinor {
+		return nil
+	}
+	if e.ModTime != st.mtime || e.ChangeTime != st.ctime || e.Inode != st.inode || e.Device != st.device || st.ctime == 0 {
+		sum, err := hashFile(st.path)
+		if err != nil || sum != e.SHA256 {
+			return nil
+		}
+		// The same content under a new stat: refresh the entry.
+		defer c.write(st, sum, e.Describe)
+	}
+	desc := &toolv1.DescribeResponse{}
+	if protojson.Unmarshal(e.Describe, desc) != nil {
+		return nil
+	}
+	return desc
+}
+
+// store records the description of the binary at path. Failures only
+// cost a launch next time, so they are not reported.
+func (c *descCache) store(path string, desc *toolv1.DescribeResponse) {
+	if c == nil || c.dir == "" || desc == nil {
+		return
+	}
+	st, err := statBinary(path)
+	if err != nil {
+		return
+	}
+	sum, err := hashFile(st.path)
+	if err != nil {
+		return
+	}
+	raw, err := protojson.Marshal(desc)
+	if err != nil {
+		return
+	}
+	// The binary may have changed while it was hashed: then stat differs
+	// next time and the hash decides.
+	c.write(st, sum, raw)
+}
+
+func (c *descCache) write(st binaryStat, sum string, describe json.RawMessage) {
+	data, err := json.Marshal(cacheEntry{
+		Path: st.path, Size: st.size, ModTime: st.mtime, ChangeTime: st.ctime,
+		Inode: st.inode, Device: st.device, SHA256: sum,
+		Protocol: wire.ProtocolVersion, ProtocolMinor: wire.ProtocolMinor,
+		Describe: describe,
+	})
+	if err != nil {
+		return
+	}
+	_ = atomicfile.Write(c.file(st.path), data, 0o600)
+}
