@@ -79,11 +79,12 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 		if errs[i] = lock.Check(path); errs[i] != nil {
 			continue
 		}
-		if !r.eager {
-			if descs[i] = r.cache.lookup(path); descs[i] != nil {
-				cached[i] = true
-				continue
-			}
+		// A fresh cache entry saves the launch, or under --eager at least
+		// hashing the binary again to store what it already holds.
+		fresh := r.cache.lookup(path)
+		if fresh != nil && !r.eager {
+			descs[i], cached[i] = fresh, true
+			continue
 		}
 		wg.Go(func() {
 			// The launch has startTimeout; the slack lets its own error,
@@ -91,7 +92,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 			dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
 			defer cancel()
 			descs[i], errs[i] = procs[i].describe(dctx)
-			if errs[i] == nil {
+			if errs[i] == nil && fresh == nil {
 				r.cache.store(path, descs[i])
 			}
 		})
