@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
 // A secret in the host's environment never reaches a plugin process; the
@@ -105,7 +106,7 @@ func TestLockFileRefusesChangedAndUnlistedBinaries(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			logs := &logBuffer{}
+			logs := &plugintest.Buffer{}
 			opts.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})
 			reg := load(t, dir, opts)
 

@@ -2,7 +2,6 @@ package host_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,24 +86,6 @@ func installPlugin(t testing.TB, dir, name, pkg string) {
 	plugintest.Install(t, dir, host.PluginPrefix+name, pkg)
 }
 
-// logBuffer collects a registry's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // load builds a registry from dir and closes it when the test ends.
 func load(t *testing.T, dir string, opts *host.Options) *host.ToolRegistry {
 	t.Helper()
@@ -113,7 +93,7 @@ func load(t *testing.T, dir string, opts *host.Options) *host.ToolRegistry {
 		opts = &host.Options{}
 	}
 	if opts.Logger == nil {
-		opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &logBuffer{}, Level: hclog.Warn})
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &plugintest.Buffer{}, Level: hclog.Warn})
 	}
 	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, opts)
 	if err != nil {

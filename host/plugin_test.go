@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
 func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
@@ -241,7 +242,7 @@ func TestBrokenPluginsAreSkipped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	logs := &logBuffer{}
+	logs := &plugintest.Buffer{}
 	work := t.TempDir()
 	reg := load(t, dir, &host.Options{
 		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}),

@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
@@ -227,7 +227,7 @@ func TestServerExecuteContext(t *testing.T) {
 
 	t.Run("the tool logs through the server's logger", func(t *testing.T) {
 		t.Parallel()
-		var buf syncBuffer
+		var buf plugintest.Buffer
 		logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: &buf, Level: hclog.Trace})
 		loud := plainTool{name: "loud", exec: func(ctx context.Context, _ json.RawMessage) (string, error) {
 			Logger(ctx).Info("hello from the tool", "answer", 42)
@@ -289,24 +289,6 @@ func TestNewServerPanics(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestServerResponsesCrossTheWire(t *testing.T) {

@@ -67,24 +67,6 @@ func connectInMemory(t *testing.T, reg *host.ToolRegistry, wire io.Writer) *mcp.
 	return cs
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func toolNames(tools []*mcp.Tool) []string {
 	var names []string
 	for _, tl := range tools {
@@ -123,7 +105,7 @@ func TestMCPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := newTestRegistry(t, dir, root)
-	var wire syncBuffer
+	var wire plugintest.Buffer
 	cs := connectInMemory(t, reg, &wire)
 
 	t.Run("initialize", func(t *testing.T) {
@@ -457,7 +439,7 @@ func TestMCPStdio(t *testing.T) {
 	}
 	cmd := exec.Command(exe, "mcp", "--plugins", plugins, "--root", root)
 	cmd.Env = agenthostEnv()
-	var stderr syncBuffer
+	var stderr plugintest.Buffer
 	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -501,7 +483,7 @@ func TestMCPStdio(t *testing.T) {
 
 // startHTTP runs the built binary with agenthost mcp --http and returns
 // the URL it prints.
-func startHTTP(t *testing.T, exe, plugins string, args ...string) (string, *exec.Cmd, *syncBuffer) {
+func startHTTP(t *testing.T, exe, plugins string, args ...string) (string, *exec.Cmd, *plugintest.Buffer) {
 	t.Helper()
 	cmd := exec.Command(exe, append([]string{"mcp", "--plugins", plugins, "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Env = agenthostEnv()
@@ -512,7 +494,7 @@ func startHTTP(t *testing.T, exe, plugins string, args ...string) (string, *exec
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &plugintest.Buffer{}
 	urls := make(chan string, 1)
 	done := make(chan struct{})
 	go func() {

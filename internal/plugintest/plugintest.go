@@ -3,6 +3,7 @@
 package plugintest
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -131,4 +132,23 @@ func Cleanup() {
 	if cacheDir != "" {
 		os.RemoveAll(cacheDir)
 	}
+}
+
+// Buffer is a bytes.Buffer that a logger or a process may write while a
+// test reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
