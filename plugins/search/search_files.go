@@ -39,12 +39,9 @@ type foundPath struct {
 }
 
 func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
-	limit := in.MaxResults
-	switch {
-	case limit < 0:
-		return "", errors.New("max_results must not be negative")
-	case limit == 0:
-		limit = defaultFileResults
+	limit, err := resultLimit(in.MaxResults, defaultFileResults)
+	if err != nil {
+		return "", err
 	}
 	pattern, err := checkGlob(in.Pattern)
 	if err != nil {

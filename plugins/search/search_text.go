@@ -39,12 +39,9 @@ var searchText = sdk.NewTool(sdk.Info{
 }, runSearchText)
 
 func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
-	limit := in.MaxResults
-	switch {
-	case limit < 0:
-		return "", errors.New("max_results must not be negative")
-	case limit == 0:
-		limit = defaultTextResults
+	limit, err := resultLimit(in.MaxResults, defaultTextResults)
+	if err != nil {
+		return "", err
 	}
 	if in.Context < 0 || in.Context > maxContext {
 		return "", fmt.Errorf("context must be between 0 and %d", maxContext)
@@ -202,4 +199,15 @@ func (f *includeFilter) match(e *entry) bool {
 		return doublestar.MatchUnvalidated(f.pattern, e.name)
 	}
 	return doublestar.MatchUnvalidated(f.pattern, e.baseRel())
+}
+
+// resultLimit is a max_results argument: 0 means def, negative is refused.
+func resultLimit(n, def int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, errors.New("max_results must not be negative")
+	case n == 0:
+		return def, nil
+	}
+	return n, nil
 }
