@@ -34,7 +34,7 @@ test:
 # against rg and fd (Debian packages ripgrep and fd-find) on Go's own
 # source tree, printing the ratios. It installs nothing.
 bench:
-	$(GO) test -run '^$$' -bench '^Benchmark(Execute|LoadPlugins)$$' -benchmem -count 3 ./host/
+	$(GO) test -run '^$$' -bench '^Benchmark(Execute|RegistryOverhead|LoadPlugins)$$' -benchmem -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkLifecycle' -benchtime 2s ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStartup$$' -benchtime 30x ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/

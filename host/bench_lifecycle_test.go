@@ -34,11 +34,14 @@ import (
 //   - BenchmarkLifecycleLatency: per-call p50 and p99 of a direct
 //     tool.Execute, an in-process tool through the registry, a plugin tool
 //     through the registry, and a raw gRPC echo to another process (the
-//     floor the plugin path stands on), the four interleaved call by call
-//     so that the noise of a shared machine falls on all of them alike.
+//     floor the plugin path stands on), the four taking turns in blocks
+//     of calls so that the noise of a shared machine falls on all of them
+//     alike.
 //     x-raw is plugin/raw at p50; overhead-µs is the registry's own cost
 //     for an in-process tool (registry p50 minus direct p50).
-//   - BenchmarkLifecycleThroughput: plugin calls/s with 1 and 8 callers.
+//   - BenchmarkLifecycleThroughput: calls/s with 1 and 8 callers, of a
+//     plugin tool through the registry and of the raw gRPC echo, taking
+//     turns.
 //   - BenchmarkLifecycleMemory: RSS of an idle plugin process, and of a
 //     host process whose plugins have all stopped.
 //
@@ -152,6 +155,28 @@ func rawEcho(b *testing.B) toolv1.ToolPluginClient {
 	return toolv1.NewToolPluginClient(conn)
 }
 
+// rawEchoCall starts the rawecho server and returns a call of it with
+// args, which reports whether the answer came back right.
+func rawEchoCall(b *testing.B, args json.RawMessage) func() bool {
+	raw := rawEcho(b)
+	req := &toolv1.ExecuteRequest{Tool: "echo", Arguments: args}
+	return func() bool {
+		resp, err := raw.Execute(context.Background(), req)
+		return err == nil && resp.GetResult() == string(args)
+	}
+}
+
+// warmUp makes a hundred calls of a path before it is measured: its
+// connections, the plugin's launch if it is lazy, caches.
+func warmUp(b *testing.B, name string, call func() bool) {
+	b.Helper()
+	for range 100 {
+		if !call() {
+			b.Fatalf("%s: the call failed", name)
+		}
+	}
+}
+
 func newEchoTool() sdk.Tool {
 	return sdk.NewTool(sdk.Info{Name: "echo"}, func(_ context.Context, in echoInput) (string, error) { return in.Text, nil })
 }
@@ -174,8 +199,6 @@ func BenchmarkLifecycleLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	plug := quietRegistry(b, lifecycleDir(b, "test"))
-	raw := rawEcho(b)
-	req := &toolv1.ExecuteRequest{Tool: "echo", Arguments: args}
 
 	type path struct {
 		name  string
@@ -186,79 +209,115 @@ func BenchmarkLifecycleLatency(b *testing.B) {
 		{name: "direct", call: func() bool { out, err := tool.Execute(ctx, args); return err == nil && out == "hello" }},
 		{name: "inproc", call: func() bool { return inproc.Execute(ctx, "echo", args) == "hello" }},
 		{name: "plugin", call: func() bool { return plug.Execute(ctx, "echo", args) == "hello" }},
-		{name: "raw", call: func() bool {
-			resp, err := raw.Execute(ctx, req)
-			return err == nil && resp.GetResult() == string(args)
-		}},
+		{name: "raw", call: rawEchoCall(b, args)},
 	}
-	// Warm every path up: connections, the plugin's launch if it is lazy,
-	// caches.
 	for _, p := range paths {
-		for range 100 {
-			if !p.call() {
-				b.Fatalf("%s: the call failed", p.name)
-			}
-		}
+		warmUp(b, p.name, p.call)
 		p.times = make([]time.Duration, 0, b.N)
 	}
-	for b.Loop() {
-		for _, p := range paths {
-			start := time.Now()
-			ok := p.call()
-			p.times = append(p.times, time.Since(start))
-			if !ok {
-				b.Fatalf("%s: the call failed", p.name)
+	// The paths take turns in blocks of calls, each call timed on its own:
+	// within a block a path runs warm, as a tool called again and again
+	// does, and the turns spread a shared machine's noise over all of
+	// them. Every other round runs the paths in reverse order.
+	const block = 64
+	reversed := slices.Clone(paths)
+	slices.Reverse(reversed)
+	b.ResetTimer()
+	for round, done := 0, 0; done < b.N; round, done = round+1, done+block {
+		order := paths
+		if round%2 == 1 {
+			order = reversed
+		}
+		for _, p := range order {
+			for range min(block, b.N-done) {
+				start := time.Now()
+				ok := p.call()
+				p.times = append(p.times, time.Since(start))
+				if !ok {
+					b.Fatalf("%s: the call failed", p.name)
+				}
 			}
 		}
 	}
+	b.StopTimer()
 	p50 := map[string]float64{}
 	p99 := map[string]float64{}
 	for _, p := range paths {
-		slices.Sort(p.times)
-		p50[p.name], p99[p.name] = percentile(p.times, 0.50), percentile(p.times, 0.99)
+		sorted := slices.Sorted(slices.Values(p.times))
+		p50[p.name], p99[p.name] = percentile(sorted, 0.50), percentile(sorted, 0.99)
 		b.ReportMetric(p50[p.name], p.name+"-p50-µs")
 		b.ReportMetric(p99[p.name], p.name+"-p99-µs")
 	}
 	b.ReportMetric(p50["plugin"]/p50["raw"], "x-raw")
 	b.ReportMetric(p99["plugin"]/p99["raw"], "x-raw-p99")
+	// The registry's own cost: an in-process tool through it, less the
+	// same tool called directly.
 	b.ReportMetric(p50["inproc"]-p50["direct"], "overhead-µs")
 	// ns/op would be the sum of the four paths: meaningless here.
 	b.ReportMetric(0, "ns/op")
 }
 
 func BenchmarkLifecycleThroughput(b *testing.B) {
+	ctx := context.Background()
 	args := json.RawMessage(`{"text":"hello"}`)
 	reg := quietRegistry(b, lifecycleDir(b, "test"))
-	for range 100 {
-		if out := reg.Execute(b.Context(), "echo", args); out != "hello" {
-			b.Fatalf("echo = %q", out)
+	paths := []struct {
+		name string
+		call func() bool
+	}{
+		{"plugin", func() bool { return reg.Execute(ctx, "echo", args) == "hello" }},
+		{"raw", rawEchoCall(b, args)},
+	}
+	for _, p := range paths {
+		warmUp(b, p.name, p.call)
+	}
+	// burst makes n calls of one path from callers goroutines and returns
+	// how long they took.
+	burst := func(call func() bool, callers, n int) time.Duration {
+		var (
+			wg     sync.WaitGroup
+			failed sync.Once
+		)
+		start := time.Now()
+		for i := range callers {
+			share := n / callers
+			if i < n%callers {
+				share++
+			}
+			wg.Go(func() {
+				for range share {
+					if !call() {
+						failed.Do(func() { b.Error("a call failed") })
+						return
+					}
+				}
+			})
 		}
+		wg.Wait()
+		return time.Since(start)
 	}
 	for _, callers := range []int{1, 8} {
+		// The plugin and the raw echo take turns, in rounds, so that the
+		// two rates see the same machine; x-raw is plugin/raw.
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			var (
-				wg     sync.WaitGroup
-				failed sync.Once
-			)
-			start := time.Now()
-			b.ResetTimer()
-			for i := range callers {
-				n := b.N / callers
-				if i < b.N%callers {
+			const rounds = 8
+			var took [2]time.Duration
+			calls := 0
+			for round := range rounds {
+				n := b.N / rounds
+				if round < b.N%rounds {
 					n++
 				}
-				wg.Go(func() {
-					for range n {
-						if out := reg.Execute(context.Background(), "echo", args); out != "hello" {
-							failed.Do(func() { b.Errorf("echo = %q", out) })
-							return
-						}
-					}
-				})
+				for i, p := range paths {
+					took[i] += burst(p.call, callers, n)
+				}
+				calls += n
 			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+			rate := func(i int) float64 { return float64(calls) / took[i].Seconds() }
+			b.ReportMetric(rate(0), "calls/s")
+			b.ReportMetric(rate(1), "raw-calls/s")
+			b.ReportMetric(rate(0)/rate(1), "x-raw")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }

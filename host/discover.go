@@ -227,6 +227,9 @@ type pluginTool struct {
 	proc   *pluginProcess
 	schema ChatTool
 	ann    Annotations
+	// checksArgs: the plugin checks the arguments against the schema
+	// itself (protocol 1.2 checks_arguments).
+	checksArgs bool
 }
 
 var (
@@ -237,8 +240,9 @@ var (
 func newPluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) *pluginTool {
 	a := spec.GetAnnotations()
 	return &pluginTool{
-		proc:   proc,
-		schema: sdk.NewChatTool(spec.GetName(), spec.GetDescription(), json.RawMessage(spec.GetParametersSchema())),
+		proc:       proc,
+		checksArgs: spec.GetChecksArguments(),
+		schema:     sdk.NewChatTool(spec.GetName(), spec.GetDescription(), json.RawMessage(spec.GetParametersSchema())),
 		ann: Annotations{
 			ReadOnly:    a.GetReadOnly(),
 			Destructive: a.GetDestructive(),

@@ -41,7 +41,7 @@ func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
 
 	want := slices.Concat(fsTools, []string{
 		"save_session_context", // agenthost-plugin-session
-		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "hold", "state", "stdout", "big", "patient", "danger",
+		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "hold", "state", "stdout", "big", "patient", "danger", "loose",
 	})
 	if got := reg.ToolNames(); !slices.Equal(got, want) {
 		t.Errorf("ToolNames() = %v\nwant %v", got, want)
@@ -82,13 +82,18 @@ func TestPluginToolsExecute(t *testing.T) {
 	cases := map[string]struct {
 		tool, args, want string
 	}{
-		"unknown tool":        {"nope", `{}`, "Error: tool not found: nope"},
-		"opt-in is disabled":  {"danger", `{}`, "Error: tool not available: danger is disabled"},
-		"tool error":          {"fail", `{"text":"it broke"}`, "Error executing fail: it broke"},
-		"panic":               {"boom", `{}`, "Error executing boom: panic: kaboom"},
-		"missing argument":    {"echo", `{}`, `Error executing echo: invalid arguments: required: missing properties: ["text"]`},
-		"wrong type":          {"echo", `{"text":5}`, `Error executing echo: invalid arguments: text: type: 5 has type "integer", want "string"`},
-		"not json":            {"echo", `{"text":`, "Error executing echo: invalid arguments: not valid JSON: unexpected end of JSON input"},
+		"unknown tool":       {"nope", `{}`, "Error: tool not found: nope"},
+		"opt-in is disabled": {"danger", `{}`, "Error: tool not available: danger is disabled"},
+		"tool error":         {"fail", `{"text":"it broke"}`, "Error executing fail: it broke"},
+		"panic":              {"boom", `{}`, "Error executing boom: panic: kaboom"},
+		"missing argument":   {"echo", `{}`, `Error executing echo: invalid arguments: required: missing properties: ["text"]`},
+		"wrong type":         {"echo", `{"text":5}`, `Error executing echo: invalid arguments: text: type: 5 has type "integer", want "string"`},
+		"not json":           {"echo", `{"text":`, "Error executing echo: invalid arguments: not valid JSON: unexpected end of JSON input"},
+		// A tool that does not check its own arguments is checked by the
+		// host, with the same texts.
+		"unchecked, missing":  {"loose", `{}`, `Error executing loose: invalid arguments: required: missing properties: ["text"]`},
+		"unchecked, extra":    {"loose", `{"text":"a","x":1}`, `Error executing loose: invalid arguments: unexpected additional properties ["x"]`},
+		"unchecked, valid":    {"loose", `{"text":"a"}`, `ran with {"text":"a"}`},
 		"deadline":            {"sleep", `{"millis":5000}`, "Error executing sleep: timed out after 300ms"},
 		"deadline ignored":    {"sleep", `{"millis":2000,"ignore_cancel":true}`, "Error executing sleep: timed out after 300ms"},
 		"tool's own deadline": {"patient", `{"millis":5000}`, "Error executing patient: timed out after 400ms"},

@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -111,6 +112,11 @@ type ToolRegistry struct {
 	plugins  []*pluginProcess
 	reports  []PluginReport
 	isClosed bool
+
+	// What sdk.Roots and sdk.HostState find in a call's context: roots
+	// and r.state, made interface values once.
+	rootsValue any
+	stateValue any
 }
 
 type entry struct {
@@ -121,6 +127,12 @@ type entry struct {
 	plugin  string
 	enabled bool
 	timeout time.Duration
+	// inline: the tool returns when its context ends (it is served by a
+	// plugin), so it runs on the caller's goroutine.
+	inline bool
+	// checked: the tool's plugin checks the arguments against the schema
+	// itself, so the registry does not.
+	checked bool
 }
 
 // NewToolRegistry returns an empty registry. opts may be nil.
@@ -141,6 +153,8 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		lockFile:     opts.LockFile,
 		pluginEnv:    opts.PluginEnv,
 	}
+	r.rootsValue = r.roots
+	r.stateValue = sdk.StateFunc(r.state)
 	switch {
 	case r.idleTimeout == 0:
 		r.idleTimeout = DefaultIdleTimeout
@@ -220,6 +234,8 @@ func newEntry(tool ExecutableTool) (*entry, error) {
 	e := &entry{tool: tool, schema: schema, params: params, ann: ann, enabled: !ann.OptIn, timeout: max(ann.Timeout, 0)}
 	if pt, ok := tool.(*pluginTool); ok {
 		e.plugin = pt.proc.name
+		e.inline = true
+		e.checked = pt.checksArgs
 	}
 	return e, nil
 }
@@ -417,14 +433,38 @@ func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMe
 	}
 
 	args = sdk.NormalizeArgs(args)
-	if err := sdk.ValidateArgs(e.params, args); err != nil {
+	call, err := prepare(e, args)
+	if err != nil {
 		return failure(name, err)
 	}
-	result, err := r.run(ctx, e.tool, args, timeout)
+	result, err := r.run(ctx, call, e.inline, timeout)
 	if err != nil {
 		return failure(name, err)
 	}
 	return result
+}
+
+// prepare checks a call's arguments, on the caller's goroutine, and
+// returns the call to run. A tool that checks its own arguments against
+// the schema it advertises does it once: a typed sdk tool here, a plugin
+// tool that says so in its plugin. Any other is checked against the
+// schema the registry resolved.
+func prepare(e *entry, args json.RawMessage) (call toolcall.Func, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			call, err = nil, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	if p, ok := e.tool.(toolcall.Preparer); ok {
+		return p.PrepareCall(args)
+	}
+	if !e.checked {
+		if err := sdk.ValidateArgs(e.params, args); err != nil {
+			return nil, err
+		}
+	}
+	tool := e.tool
+	return func(ctx context.Context) (string, error) { return tool.Execute(ctx, args) }, nil
 }
 
 func failure(name string, err error) string {
@@ -443,10 +483,12 @@ type outcome struct {
 	err    error
 }
 
-// run executes tool under the deadline. A tool that ignores its context
-// is abandoned at the deadline: the caller gets the timeout, and the
-// tool's goroutine finishes on its own.
-func (r *ToolRegistry) run(ctx context.Context, tool ExecutableTool, args json.RawMessage, timeout time.Duration) (string, error) {
+// run executes a prepared call under the deadline. An inline call runs on
+// the caller's goroutine: it is one that returns when its context ends (a
+// plugin call, over gRPC). Any other runs on a goroutine of its own, so
+// that a tool ignoring its context is abandoned at the deadline: the
+// caller gets the timeout, and the tool's goroutine finishes on its own.
+func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool, timeout time.Duration) (string, error) {
 	// When the caller's deadline comes first, it is the one to report.
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
@@ -455,26 +497,22 @@ func (r *ToolRegistry) run(ctx context.Context, tool ExecutableTool, args json.R
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ctx = sdk.WithStateFunc(ctx, r.state)
-	ctx = sdk.WithRoots(ctx, r.roots)
-
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: fmt.Errorf("panic: %v", p)}
-			}
-		}()
-		res, err := tool.Execute(ctx, args)
-		done <- outcome{res, err}
-	}()
+	ctx = &callContext{Context: ctx, r: r}
 
 	var o outcome
-	finished := false
-	select {
-	case o = <-done:
-		finished = true
-	case <-ctx.Done():
+	finished := true
+	if inline {
+		o = protect(ctx, call)
+	} else {
+		w := waiters.Get().(chan outcome)
+		go func() { w <- protect(ctx, call) }()
+		select {
+		case o = <-w:
+			waiters.Put(w)
+		case <-ctx.Done():
+			// The tool's goroutine still holds w: it is not reused.
+			finished = false
+		}
 	}
 	if finished && o.err == nil {
 		return o.result, nil
@@ -488,6 +526,39 @@ func (r *ToolRegistry) run(ctx context.Context, tool ExecutableTool, args json.R
 		return "", errors.New("canceled")
 	}
 	return "", o.err
+}
+
+// waiters are the channels on which calls' goroutines hand their outcome
+// over, kept for reuse.
+var waiters = sync.Pool{New: func() any { return make(chan outcome, 1) }}
+
+// callContext is the context a tool runs in: the call's deadline and
+// cancellation, with the registry's workspace roots and state answering
+// sdk.Roots and sdk.HostState.
+type callContext struct {
+	context.Context
+	r *ToolRegistry
+}
+
+func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case toolcall.RootsKey:
+		return c.r.rootsValue
+	case toolcall.StateKey:
+		return c.r.stateValue
+	}
+	return c.Context.Value(key)
+}
+
+// protect runs call, turning a panic into its error.
+func protect(ctx context.Context, call toolcall.Func) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = outcome{err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	o.result, o.err = call(ctx)
+	return o
 }
 
 // state answers sdk.HostState for the tools this registry runs.

@@ -675,6 +675,105 @@ func TestRegistryPassesTheCallersContext(t *testing.T) {
 	}
 }
 
+// TestRegistryTypedTool: an sdk.NewTool tool through the registry answers
+// as it does on its own, is not run on arguments it refuses, and decodes
+// what the schema accepts.
+func TestRegistryTypedTool(t *testing.T) {
+	t.Parallel()
+	type input struct {
+		Path  string `json:"path"`
+		Count int    `json:"count,omitempty"`
+	}
+	var ran []input
+	var mu sync.Mutex
+	tool := sdk.NewTool(sdk.Info{Name: "typed"}, func(_ context.Context, in input) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, in)
+		if in.Path == "panic" {
+			panic("boom")
+		}
+		return fmt.Sprintf("%s x%d", in.Path, in.Count), nil
+	})
+	r := newReg(t, nil)
+	mustRegister(t, r, tool)
+
+	for _, args := range []string{`{}`, `{"path":1}`, `{"path":"p","extra":true}`, `[]`, `{`, `null`} {
+		_, err := tool.Execute(t.Context(), json.RawMessage(args))
+		if err == nil {
+			t.Fatalf("tool.Execute(%s) succeeded", args)
+		}
+		if got, want := r.Execute(t.Context(), "typed", json.RawMessage(args)), "Error executing typed: "+err.Error(); got != want {
+			t.Errorf("Execute(%s) = %q, want %q", args, got, want)
+		}
+	}
+	if len(ran) != 0 {
+		t.Fatalf("the handler ran on refused arguments: %+v", ran)
+	}
+	if got, want := r.Execute(t.Context(), "typed", json.RawMessage(`{"path":"p","count":2.0}`)), "p x2"; got != want {
+		t.Errorf("Execute = %q, want %q", got, want)
+	}
+	if got, want := r.Execute(t.Context(), "typed", json.RawMessage(`{"path":"panic"}`)), "Error executing typed: panic: boom"; got != want {
+		t.Errorf("Execute of a panicking handler = %q, want %q", got, want)
+	}
+	if got := r.Execute(t.Context(), "typed", json.RawMessage(`{"path":"again"}`)); got != "again x0" {
+		t.Errorf("Execute after a panic = %q", got)
+	}
+}
+
+// TestRegistryDerivedContexts: a tool that derives contexts from its call's
+// context still finds the roots, the host state, the deadline, and the
+// call's end.
+func TestRegistryDerivedContexts(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tc := &regToolContext{}
+	tc.set("prompt", "notes", "/s.json")
+	r := newReg(t, &Options{ToolContext: tc, Roots: []string{root}, Timeout: 100 * time.Millisecond})
+	type key struct{}
+	ended := make(chan error, 1)
+	mustRegister(t, r, &regTool{name: "derive", run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		ctx, cancel := context.WithCancel(context.WithValue(ctx, key{}, "mine"))
+		defer cancel()
+		if _, ok := ctx.Deadline(); !ok {
+			ended <- errors.New("the derived context has no deadline")
+			return "", nil
+		}
+		done := make(chan struct{})
+		go func() { // a helper of the tool's, watching the derived context
+			<-ctx.Done()
+			close(done)
+		}()
+		select {
+		case <-done:
+			ended <- nil
+		case <-time.After(5 * time.Second):
+			ended <- errors.New("the derived context outlived the call's deadline by 5s")
+		}
+		return "", ctx.Err()
+	}})
+	if got, want := r.Execute(t.Context(), "derive", nil), "Error executing derive: timed out after 100ms"; got != want {
+		t.Errorf("Execute = %q, want %q", got, want)
+	}
+	if err := <-ended; err != nil {
+		t.Error(err)
+	}
+
+	// Without waiting for the end: what the tool sees.
+	mustRegister(t, r, &regTool{name: "see", run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		ctx, cancel := context.WithCancel(context.WithValue(ctx, key{}, "mine"))
+		defer cancel()
+		st, err := sdk.HostState(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%v|%s|%s", sdk.Roots(ctx), st.SystemPrompt, ctx.Value(key{})), nil
+	}})
+	if got, want := r.Execute(t.Context(), "see", nil), fmt.Sprintf("[%s]|prompt|mine", root); got != want {
+		t.Errorf("Execute = %q, want %q", got, want)
+	}
+}
+
 func TestIsError(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {

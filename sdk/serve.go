@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
@@ -57,15 +58,21 @@ type server struct {
 
 	logger hclog.Logger
 	tools  []Tool
-	byName map[string]Tool
+	byName map[string]servedTool
 	broker *plugin.GRPCBroker
 
 	mu    sync.Mutex
 	hosts map[uint32]toolv1.HostClient
 }
 
+// servedTool is a tool with the logger its calls write to.
+type servedTool struct {
+	Tool
+	logger hclog.Logger
+}
+
 func newServer(logger hclog.Logger, tools []Tool) *server {
-	s := &server{logger: logger, tools: tools, byName: make(map[string]Tool, len(tools)), hosts: map[uint32]toolv1.HostClient{}}
+	s := &server{logger: logger, tools: tools, byName: make(map[string]servedTool, len(tools)), hosts: map[uint32]toolv1.HostClient{}}
 	for _, t := range tools {
 		name := t.Name()
 		if !ValidName(name) {
@@ -77,7 +84,7 @@ func newServer(logger hclog.Logger, tools []Tool) *server {
 		if _, dup := s.byName[name]; dup {
 			panic(fmt.Sprintf("sdk.Serve: two tools named %q", name))
 		}
-		s.byName[name] = t
+		s.byName[name] = servedTool{Tool: t, logger: logger.Named(name)}
 	}
 	return s
 }
@@ -99,14 +106,14 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	if !ok {
 		return &toolv1.ExecuteResponse{Error: fmt.Sprintf("this plugin serves no tool named %q", req.GetTool())}, nil
 	}
-	ctx = withLogger(ctx, s.logger.Named(t.Name()))
+	ctx = withLogger(ctx, t.logger)
 	if roots := req.GetWorkspaceRoots(); len(roots) > 0 {
 		ctx = WithRoots(ctx, roots)
 	}
 	if id := req.GetHostServiceId(); id != 0 {
 		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
 	}
-	result, err := s.run(ctx, t, req.GetArguments())
+	result, err := s.run(ctx, t.Tool, req.GetArguments())
 	if err != nil && ctx.Err() != nil {
 		// The call's deadline or the caller's cancellation ended it: say
 		// so in the protocol, so the host reports the cause, not whatever
@@ -176,7 +183,7 @@ func (s *server) host(brokerID uint32) (toolv1.HostClient, error) {
 func toolSpec(t Tool) *toolv1.ToolSpec {
 	fn := t.Schema().Function
 	a := AnnotationsOf(t)
-	return &toolv1.ToolSpec{
+	spec := &toolv1.ToolSpec{
 		Name:             t.Name(),
 		Description:      fn.Description,
 		ParametersSchema: fn.Parameters,
@@ -189,6 +196,10 @@ func toolSpec(t Tool) *toolv1.ToolSpec {
 		OptIn:     a.OptIn,
 		TimeoutMs: uint32(min(a.Timeout.Milliseconds(), math.MaxUint32)),
 	}
+	// A typed tool checks its arguments itself: Execute validates them
+	// against the very schema above.
+	_, spec.ChecksArguments = t.(toolcall.Preparer)
+	return spec
 }
 
 // buildVersion is the main module's version, or its VCS revision, or

@@ -93,11 +93,13 @@ func TestServerDescribe(t *testing.T) {
 	type spec struct {
 		name, description, params string
 		ann                       Annotations // OptIn is the spec's opt_in
+		checks                    bool        // checks_arguments
 	}
+	// Only the typed tool checks its own arguments.
 	want := []spec{
-		{"typed", "A typed tool.", string(typed.Schema().Function.Parameters), Annotations{ReadOnly: true, Idempotent: true}},
-		{"remove", "the remove tool", `{"type":"object","properties":{"path":{"type":"string"}}}`, Annotations{Destructive: true, OpenWorld: true, OptIn: true}},
-		{"plain", "the plain tool", `{"type":"object"}`, Annotations{}},
+		{"typed", "A typed tool.", string(typed.Schema().Function.Parameters), Annotations{ReadOnly: true, Idempotent: true}, true},
+		{"remove", "the remove tool", `{"type":"object","properties":{"path":{"type":"string"}}}`, Annotations{Destructive: true, OpenWorld: true, OptIn: true}, false},
+		{"plain", "the plain tool", `{"type":"object"}`, Annotations{}, false},
 	}
 	var got []spec
 	for _, s := range resp.GetTools() {
@@ -111,7 +113,7 @@ func TestServerDescribe(t *testing.T) {
 			Idempotent:  a.GetIdempotent(),
 			OpenWorld:   a.GetOpenWorld(),
 			OptIn:       s.GetOptIn(),
-		}})
+		}, s.GetChecksArguments()})
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Describe returned %d tools %+v, want %d", len(got), got, len(want))

@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 	"errors"
+
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // State is the host's agent state, as it was at the moment it was asked
@@ -18,12 +20,10 @@ type State struct {
 // from a host that offers its state.
 var ErrNoHostState = errors.New("the host offers no agent state to this call")
 
-type rootsKey struct{}
-
 // WithRoots returns a context in which [Roots] answers roots. Hosts call
 // it; tool authors need it only to test a tool in-process.
 func WithRoots(ctx context.Context, roots []string) context.Context {
-	return context.WithValue(ctx, rootsKey{}, roots)
+	return context.WithValue(ctx, toolcall.RootsKey{}, roots)
 }
 
 // Roots returns the host's workspace roots for this call: absolute paths
@@ -31,19 +31,17 @@ func WithRoots(ctx context.Context, roots []string) context.Context {
 // first is where relative paths resolve. It is empty when the host sets
 // none.
 func Roots(ctx context.Context) []string {
-	roots, _ := ctx.Value(rootsKey{}).([]string)
+	roots, _ := ctx.Value(toolcall.RootsKey{}).([]string)
 	return roots
 }
 
 // StateFunc returns the host's state as it is now.
 type StateFunc func(ctx context.Context) (State, error)
 
-type stateKey struct{}
-
 // WithStateFunc returns a context in which [HostState] answers from f.
 // Hosts call it; tool authors need it only to test a tool in-process.
 func WithStateFunc(ctx context.Context, f StateFunc) context.Context {
-	return context.WithValue(ctx, stateKey{}, f)
+	return context.WithValue(ctx, toolcall.StateKey{}, f)
 }
 
 // HostState asks the host for its live state. Inside a plugin this is a
@@ -51,7 +49,7 @@ func WithStateFunc(ctx context.Context, f StateFunc) context.Context {
 // the host directly. It returns ErrNoHostState when there is no host to
 // ask.
 func HostState(ctx context.Context) (State, error) {
-	f, _ := ctx.Value(stateKey{}).(StateFunc)
+	f, _ := ctx.Value(toolcall.StateKey{}).(StateFunc)
 	if f == nil {
 		return State{}, ErrNoHostState
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // Info is what a tool says about itself.
@@ -63,8 +65,9 @@ type typedTool[In any] struct {
 }
 
 var (
-	_ Tool      = (*typedTool[struct{}])(nil)
-	_ Annotator = (*typedTool[struct{}])(nil)
+	_ Tool              = (*typedTool[struct{}])(nil)
+	_ Annotator         = (*typedTool[struct{}])(nil)
+	_ toolcall.Preparer = (*typedTool[struct{}])(nil)
 )
 
 func (t *typedTool[In]) Name() string { return t.info.Name }
@@ -76,21 +79,41 @@ func (t *typedTool[In]) Schema() ChatTool {
 func (t *typedTool[In]) Annotations() Annotations { return t.info.Annotations }
 
 func (t *typedTool[In]) Execute(ctx context.Context, args json.RawMessage) (string, error) {
-	args = NormalizeArgs(args)
-	v, err := validate(t.schema, args)
+	in, err := t.decode(NormalizeArgs(args))
 	if err != nil {
 		return "", err
 	}
+	return t.handler(ctx, in)
+}
+
+// PrepareCall checks and decodes the arguments, so that a host that has
+// them checked once (the registry) runs only the handler afterwards.
+func (t *typedTool[In]) PrepareCall(args json.RawMessage) (toolcall.Func, error) {
+	in, err := t.decode(args)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (string, error) { return t.handler(ctx, in) }, nil
+}
+
+// decode validates args against the tool's schema and decodes them.
+func (t *typedTool[In]) decode(args json.RawMessage) (In, error) {
 	var in In
+	v, err := validate(t.schema, args)
+	if err != nil {
+		return in, err
+	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		// JSON Schema counts 2.0 as an integer, encoding/json does not:
 		// decode the validated value, whose numbers re-encode as 2.
 		normalized, merr := json.Marshal(v)
+		var zero In
+		in = zero
 		if merr != nil || json.Unmarshal(normalized, &in) != nil {
-			return "", fmt.Errorf("invalid arguments: %v", err)
+			return in, fmt.Errorf("invalid arguments: %v", err)
 		}
 	}
-	return t.handler(ctx, in)
+	return in, nil
 }
 
 // NormalizeArgs returns args with absent arguments ("", whitespace, null)

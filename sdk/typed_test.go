@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // typedInput is the small struct whose inferred schema the tests pin down.
@@ -141,27 +143,30 @@ func TestNewToolIntegralFloat(t *testing.T) {
 	}
 }
 
+// invalidArgs are arguments that newTypedTool refuses, with the whole
+// error text.
+var invalidArgs = map[string]struct {
+	args string
+	want string
+}{
+	"missing required": {`{}`, `invalid arguments: required: missing properties: ["path"]`},
+	"wrong type":       {`{"path":1}`, `invalid arguments: path: type: 1 has type "integer", want "string"`},
+	"non-integer":      {`{"path":"x","count":1.5}`, `invalid arguments: count: type: 1.5 has type "number", want "integer"`},
+	"unknown property": {`{"path":"x","extra":1}`, `invalid arguments: unexpected additional properties ["extra"]`},
+	"array":            {`[]`, `invalid arguments: expected a JSON object, got an array`},
+	"string":           {`"s"`, `invalid arguments: expected a JSON object, got a string`},
+	"number":           {`42`, `invalid arguments: expected a JSON object, got a number`},
+	"boolean":          {`true`, `invalid arguments: expected a JSON object, got a boolean`},
+	"invalid JSON":     {`{`, `invalid arguments: not valid JSON: unexpected end of JSON input`},
+	// Absent arguments are the empty object, so they fail as {} does.
+	"null is {}":       {`null`, `invalid arguments: required: missing properties: ["path"]`},
+	"empty is {}":      {``, `invalid arguments: required: missing properties: ["path"]`},
+	"whitespace is {}": {" \t\n", `invalid arguments: required: missing properties: ["path"]`},
+}
+
 func TestNewToolValidation(t *testing.T) {
 	t.Parallel()
-	tests := map[string]struct {
-		args string
-		want string // the whole error text
-	}{
-		"missing required": {`{}`, `invalid arguments: required: missing properties: ["path"]`},
-		"wrong type":       {`{"path":1}`, `invalid arguments: path: type: 1 has type "integer", want "string"`},
-		"non-integer":      {`{"path":"x","count":1.5}`, `invalid arguments: count: type: 1.5 has type "number", want "integer"`},
-		"unknown property": {`{"path":"x","extra":1}`, `invalid arguments: unexpected additional properties ["extra"]`},
-		"array":            {`[]`, `invalid arguments: expected a JSON object, got an array`},
-		"string":           {`"s"`, `invalid arguments: expected a JSON object, got a string`},
-		"number":           {`42`, `invalid arguments: expected a JSON object, got a number`},
-		"boolean":          {`true`, `invalid arguments: expected a JSON object, got a boolean`},
-		"invalid JSON":     {`{`, `invalid arguments: not valid JSON: unexpected end of JSON input`},
-		// Absent arguments are the empty object, so they fail as {} does.
-		"null is {}":       {`null`, `invalid arguments: required: missing properties: ["path"]`},
-		"empty is {}":      {``, `invalid arguments: required: missing properties: ["path"]`},
-		"whitespace is {}": {" \t\n", `invalid arguments: required: missing properties: ["path"]`},
-	}
-	for name, tc := range tests {
+	for name, tc := range invalidArgs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tool, calls := newTypedTool(t)
@@ -175,11 +180,40 @@ func TestNewToolValidation(t *testing.T) {
 			if got != "" {
 				t.Errorf("Execute(%q) result = %q alongside its error, want \"\"", tc.args, got)
 			}
+			// The registry's way in refuses them alike.
+			call, err := tool.(toolcall.Preparer).PrepareCall(NormalizeArgs(json.RawMessage(tc.args)))
+			if err == nil || err.Error() != tc.want || call != nil {
+				t.Errorf("PrepareCall(%q) = call %v, error %v; want no call and %q", tc.args, call != nil, err, tc.want)
+			}
 			if len(*calls) != 0 {
 				t.Errorf("the handler ran with %+v; invalid arguments must not reach it", *calls)
 			}
 		})
 	}
+}
+
+// TestNewToolPrepareCall: the registry's way in decodes the arguments
+// first (TestNewToolValidation has it refuse what Execute refuses) and
+// runs the handler only when the returned call runs.
+func TestNewToolPrepareCall(t *testing.T) {
+	t.Parallel()
+	t.Run("valid", func(t *testing.T) {
+		t.Parallel()
+		tool, calls := newTypedTool(t)
+		call, err := tool.(toolcall.Preparer).PrepareCall(json.RawMessage(`{"path":"p","count":3.0,"flag":true}`))
+		if err != nil {
+			t.Fatalf("PrepareCall: %v", err)
+		}
+		if len(*calls) != 0 {
+			t.Fatalf("the handler ran before the call did: %+v", *calls)
+		}
+		if got, err := call(t.Context()); err != nil || got != "ok: p" {
+			t.Fatalf("call = %q, %v", got, err)
+		}
+		if want := (typedInput{Path: "p", Count: 3, Flag: true}); len(*calls) != 1 || (*calls)[0] != want {
+			t.Errorf("handler received %+v, want %+v", *calls, want)
+		}
+	})
 }
 
 func TestNewToolAbsentArgumentsAreEmptyObject(t *testing.T) {

@@ -5,6 +5,7 @@ package wire
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -19,7 +20,7 @@ const (
 
 	// ProtocolMinor is the minor version of the tool protocol this tree
 	// speaks. Minor versions only add fields and methods.
-	ProtocolMinor = 1
+	ProtocolMinor = 2
 
 	// PluginName is the name under which a plugin serves the tool protocol.
 	PluginName = "tools"
@@ -43,10 +44,18 @@ var Handshake = plugin.HandshakeConfig{
 }
 
 // ServerOptions are the options of every gRPC server on either side.
+//
+// Calls are served by a few long-lived goroutines rather than a new one
+// each: a tool call checks and decodes its arguments (JSON, then a JSON
+// Schema walk), which grows a fresh goroutine's stack, and copying that
+// stack on every call cost a plugin about a fifth of its CPU time. A call
+// arriving while every worker is busy still gets a goroutine of its own,
+// so a long call never holds up another.
 func ServerOptions(opts []grpc.ServerOption) []grpc.ServerOption {
 	return append(opts,
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
+		grpc.NumStreamWorkers(uint32(max(4, runtime.GOMAXPROCS(0)))),
 	)
 }
 

@@ -167,9 +167,14 @@ type ToolSpec struct {
 	// tool that bounds its own work differently from the host's default
 	// (run_bash enforces its own timeout argument); 0 means the host's
 	// default. Since protocol 1.1.
-	TimeoutMs     uint32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TimeoutMs uint32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The plugin checks each call's arguments against parameters_schema
+	// before the tool runs, answering as the host would ("invalid arguments:
+	// ..."), so the host does not check them a second time. The sdk's typed
+	// tools (sdk.NewTool) do. Since protocol 1.2.
+	ChecksArguments bool `protobuf:"varint,7,opt,name=checks_arguments,json=checksArguments,proto3" json:"checks_arguments,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -242,6 +247,13 @@ func (x *ToolSpec) GetTimeoutMs() uint32 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *ToolSpec) GetChecksArguments() bool {
+	if x != nil {
+		return x.ChecksArguments
+	}
+	return false
 }
 
 // Annotations are hints about a tool's behaviour, after MCP's tool
@@ -571,7 +583,7 @@ const file_tool_proto_rawDesc = "" +
 	"pluginName\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12%\n" +
 	"\x0eprotocol_minor\x18\x03 \x01(\rR\rprotocolMinor\x121\n" +
-	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\"\xe5\x01\n" +
+	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\"\x90\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
@@ -579,7 +591,8 @@ const file_tool_proto_rawDesc = "" +
 	"\vannotations\x18\x04 \x01(\v2\x1e.agenthost.tool.v1.AnnotationsR\vannotations\x12\x15\n" +
 	"\x06opt_in\x18\x05 \x01(\bR\x05optIn\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\"\x8b\x01\n" +
+	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12)\n" +
+	"\x10checks_arguments\x18\a \x01(\bR\x0fchecksArguments\"\x8b\x01\n" +
 	"\vAnnotations\x12\x1b\n" +
 	"\tread_only\x18\x01 \x01(\bR\breadOnly\x12 \n" +
 	"\vdestructive\x18\x02 \x01(\bR\vdestructive\x12\x1e\n" +

@@ -111,5 +111,21 @@ func main() {
 			}),
 		sdk.NewTool(sdk.Info{Name: "danger", Description: "An opt-in tool.", Annotations: sdk.Annotations{Destructive: true, OptIn: true}},
 			func(ctx context.Context, in empty) (string, error) { return "done", nil }),
+		loose{},
 	)
+}
+
+// loose is a tool written without sdk.NewTool: it declares a schema but
+// never checks its arguments, so the host must.
+type loose struct{}
+
+func (loose) Name() string { return "loose" }
+
+func (loose) Schema() sdk.ChatTool {
+	return sdk.NewChatTool("loose", "Answer with the arguments, unchecked.",
+		json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`))
+}
+
+func (loose) Execute(_ context.Context, args json.RawMessage) (string, error) {
+	return "ran with " + string(args), nil
 }
