@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/host"
@@ -173,19 +174,32 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 
 const slashHelp = "commands: /tools, /enable NAME, /disable NAME, /save [REASON], /clear, /system TEXT, /exit"
 
-// interact reads lines from in until /exit or the end of input: slash
-// commands act on the session, anything else goes to the model.
+// interact reads lines from in until /exit, the end of input, or Ctrl-C at
+// the prompt: slash commands act on the session, anything else goes to the
+// model. Ctrl-C during an answer stops that answer only.
 func (c *chatSession) interact(ctx context.Context, in io.Reader) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	intr, release := interrupts.claim()
+	defer release()
+	lines, readErr, stop := readLines(in)
+	defer stop()
 	c.print("agenthost chat: " + slashHelp + "\n")
 	for {
 		c.print("> ")
-		if !sc.Scan() {
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				c.print("\n")
+				return readErr()
+			}
+			line = strings.TrimSpace(l)
+		case <-intr:
 			c.print("\n")
-			return sc.Err()
+			return nil
+		case <-ctx.Done():
+			c.print("\n")
+			return nil
 		}
-		line := strings.TrimSpace(sc.Text())
 		switch {
 		case line == "":
 			continue
@@ -194,14 +208,63 @@ func (c *chatSession) interact(ctx context.Context, in io.Reader) error {
 				return nil
 			}
 		default:
-			if err := c.ask(ctx, line); err != nil {
+			if err := c.answer(ctx, line, intr); err != nil {
 				if ctx.Err() != nil {
-					return err
+					return nil
 				}
 				fmt.Fprintf(c.errOut, "error: %v\n", err)
 			}
 		}
 	}
+}
+
+// answer asks one question; an interrupt stops the answer, and the
+// session goes on.
+func (c *chatSession) answer(ctx context.Context, text string, intr <-chan struct{}) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.ask(ctx, text) }()
+	select {
+	case err := <-done:
+		// A Ctrl-C pressed as the answer ended was meant for the answer,
+		// not for the prompt that follows.
+		select {
+		case <-intr:
+		default:
+		}
+		return err
+	case <-intr:
+		cancel()
+		<-done
+		c.print("(interrupted)\n")
+		return nil
+	}
+}
+
+// readLines reads in line by line on a goroutine of its own, so that the
+// session can wait for a line and for an interrupt at once. After the
+// channel closes, readErr tells why; stop lets the goroutine go.
+func readLines(in io.Reader) (lines <-chan string, readErr func() error, stop func()) {
+	ch := make(chan string)
+	quit := make(chan struct{})
+	var err error
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-quit:
+				return
+			}
+		}
+		err = sc.Err()
+	}()
+	// err is written before ch closes and read after: the close orders
+	// them.
+	return ch, func() error { return err }, sync.OnceFunc(func() { close(quit) })
 }
 
 // slash runs one slash command and reports whether the session ends.

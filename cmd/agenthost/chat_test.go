@@ -6,10 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
 // replay is an OpenAI-compatible chat completions server that answers
@@ -21,10 +26,19 @@ type replay struct {
 	mu     sync.Mutex
 	bodies []map[string]any
 	auth   []string
+
+	// abandoned is closed when the client gives up on an answer that a
+	// hang left unfinished.
+	abandoned   chan struct{}
+	abandonOnce sync.Once
 }
 
+// hang, as a step's last chunk, leaves the answer unfinished: what came
+// before is flushed, and the server waits for the client to give up.
+const hang = "\x00hang"
+
 func newReplay(t *testing.T, steps ...func(body map[string]any) []string) (*replay, string) {
-	rp := &replay{t: t, steps: steps}
+	rp := &replay{t: t, steps: steps, abandoned: make(chan struct{})}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
 	return rp, srv.URL + "/v1"
@@ -51,6 +65,15 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, chunk := range rp.steps[n](body) {
+		if chunk == hang {
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				rp.abandonOnce.Do(func() { close(rp.abandoned) })
+			case <-time.After(30 * time.Second):
+			}
+			return
+		}
 		fmt.Fprintf(w, "data: %s\n\n", chunk)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
@@ -287,5 +310,108 @@ func TestChatInteractive(t *testing.T) {
 	saved.Reason, saved.SystemPrompt, saved.SessionContext = raw["reason"], raw["system_prompt"], raw["session_context"]
 	if saved.Reason != "empty" || saved.SystemPrompt != "be terse" || saved.SessionContext != "" {
 		t.Errorf("session file after /clear: %+v", saved)
+	}
+}
+
+// TestChatCtrlC drives the built binary with real SIGINTs: Ctrl-C during
+// an answer stops that answer (its request is abandoned) and the session
+// goes on with the conversation intact; Ctrl-C at the prompt ends the
+// session cleanly.
+func TestChatCtrlC(t *testing.T) {
+	exe, plugins := builtAgenthost(t)
+
+	rp, url := newReplay(t,
+		func(map[string]any) []string {
+			// The first answer starts, then never ends.
+			return []string{`{"choices":[{"index":0,"delta":{"content":"Let me think"},"finish_reason":null}]}`, hang}
+		},
+		func(map[string]any) []string { return textReply("The second answer.") },
+	)
+
+	cmd := exec.Command(exe, "--plugins", plugins, "chat", "--base-url", url)
+	cmd.Env = agenthostEnv("OPENAI_API_KEY=sk-test")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr plugintest.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	// seen waits until the output holds want after position from, and
+	// returns the position after it.
+	seen := func(want string, from int) int {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			out := stdout.String()
+			if i := strings.Index(out[min(from, len(out)):], want); i >= 0 {
+				return from + i + len(want)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the output never showed %q after position %d:\n%s\nstderr:\n%s", want, from, out, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	interrupt := func() {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	at := seen("> ", 0)
+	fmt.Fprintln(stdin, "first question")
+	at = seen("Let me think", at)
+	interrupt()
+	at = seen("(interrupted)\n> ", at)
+	select {
+	case <-rp.abandoned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the interrupted answer's request was not abandoned")
+	}
+
+	fmt.Fprintln(stdin, "second question")
+	at = seen("The second answer.\n> ", at)
+
+	// Ctrl-C at the prompt ends the session.
+	interrupt()
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("after Ctrl-C at the prompt: %v\nstderr:\n%s", waitErr, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("Ctrl-C at the prompt did not end the session\n%s", stdout.String())
+	}
+
+	bodies := rp.requests()
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	// The conversation went on: the second request carries both questions.
+	msgs, _ := json.Marshal(bodies[1]["messages"])
+	if !strings.Contains(string(msgs), "first question") || !strings.Contains(string(msgs), "second question") {
+		t.Errorf("second request's messages: %s", msgs)
+	}
+	if s := stderr.String(); strings.Contains(s, "error") {
+		t.Errorf("stderr: %s", s)
 	}
 }
