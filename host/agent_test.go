@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -467,79 +468,207 @@ func TestAgentGivenRegistry(t *testing.T) {
 	}
 }
 
-// TestAgentEndToEnd runs the whole loop over HTTP: an OpenAI-compatible
-// replay server asks for read_file, the real fs plugin reads the file, and
-// the final answer quotes what the tool result carried.
-func TestAgentEndToEnd(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the password is swordfish\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var bodies []map[string]any
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer test-key" {
-			http.Error(w, `{"error":{"message":"bad request line"}}`, http.StatusBadRequest)
-			return
-		}
-		var body map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		bodies = append(bodies, body)
-		n := len(bodies)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if n == 1 {
-			fmt.Fprint(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":50,"completion_tokens":10}}`)
-			return
-		}
-		// Quote the tool result back, as a model would.
-		var result string
+// e2eWire is one provider's wire format, as TestAgentEndToEnd replays it.
+type e2eWire struct {
+	path, authHeader, auth string
+	provider               func(baseURL string) llm.Provider
+	stream                 bool
+	contentType            string
+	// toolCall asks for read_file {"path":"notes.txt"} under the id
+	// call_abc; answer says text.
+	toolCall string
+	answer   func(text string) string
+	// result finds call_abc's tool result in a request body.
+	result func(body map[string]any) string
+	// offered lists the tools a request body carries.
+	offered func(body map[string]any) []string
+}
+
+func e2eWires() map[string]e2eWire {
+	blocks := func(body map[string]any, each func(block map[string]any)) {
 		msgs, _ := body["messages"].([]any)
 		for _, m := range msgs {
-			if mm, _ := m.(map[string]any); mm["role"] == "tool" && mm["tool_call_id"] == "call_abc" {
-				result, _ = mm["content"].(string)
+			content, _ := m.(map[string]any)["content"].([]any)
+			for _, b := range content {
+				if bm, ok := b.(map[string]any); ok {
+					each(bm)
+				}
 			}
 		}
-		out, _ := json.Marshal("The file says: " + strings.TrimSpace(result))
-		fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":80,"completion_tokens":8}}`, out)
-	}))
-	t.Cleanup(srv.Close)
+	}
+	return map[string]e2eWire{
+		"openai": {
+			path: "/v1/chat/completions", authHeader: "Authorization", auth: "Bearer test-key",
+			provider: func(u string) llm.Provider {
+				return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: u + "/v1", APIKey: "test-key"})
+			},
+			contentType: "application/json",
+			toolCall:    `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":50,"completion_tokens":10}}`,
+			answer: func(text string) string {
+				out, _ := json.Marshal(text)
+				return fmt.Sprintf(`{"id":"c2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":80,"completion_tokens":8}}`, out)
+			},
+			result: func(body map[string]any) string {
+				msgs, _ := body["messages"].([]any)
+				for _, m := range msgs {
+					if mm, _ := m.(map[string]any); mm["role"] == "tool" && mm["tool_call_id"] == "call_abc" {
+						s, _ := mm["content"].(string)
+						return s
+					}
+				}
+				return ""
+			},
+			offered: func(body map[string]any) (names []string) {
+				tools, _ := body["tools"].([]any)
+				for _, tl := range tools {
+					fn, _ := tl.(map[string]any)["function"].(map[string]any)
+					names = append(names, fmt.Sprint(fn["name"]))
+				}
+				return names
+			},
+		},
+		// Anthropic's Messages API, streamed: the tool call's input arrives
+		// in pieces, the answer word by word.
+		"anthropic": {
+			path: "/v1/messages", authHeader: "X-Api-Key", auth: "test-key",
+			provider: func(u string) llm.Provider {
+				return llm.NewAnthropic(llm.AnthropicConfig{BaseURL: u, APIKey: "test-key"})
+			},
+			stream:      true,
+			contentType: "text/event-stream",
+			toolCall: anthropicSSE(
+				`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":50,"output_tokens":1}}}`,
+				`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"call_abc","name":"read_file","input":{}}}`,
+				`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": "}}`,
+				`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"notes.txt\"}"}}`,
+				`{"type":"content_block_stop","index":0}`,
+				`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":10}}`,
+				`{"type":"message_stop"}`,
+			),
+			answer: func(text string) string {
+				events := []string{
+					`{"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":80,"output_tokens":1}}}`,
+					`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+				}
+				for _, w := range strings.SplitAfter(text, " ") {
+					q, _ := json.Marshal(w)
+					events = append(events, fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`, q))
+				}
+				return anthropicSSE(append(events,
+					`{"type":"content_block_stop","index":0}`,
+					`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":8}}`,
+					`{"type":"message_stop"}`)...)
+			},
+			result: func(body map[string]any) (result string) {
+				blocks(body, func(b map[string]any) {
+					if b["type"] == "tool_result" && b["tool_use_id"] == "call_abc" {
+						result, _ = b["content"].(string)
+					}
+				})
+				return result
+			},
+			offered: func(body map[string]any) (names []string) {
+				tools, _ := body["tools"].([]any)
+				for _, tl := range tools {
+					names = append(names, fmt.Sprint(tl.(map[string]any)["name"]))
+				}
+				return names
+			},
+		},
+	}
+}
 
-	provider := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "test-key"})
-	a := newAgent(t, provider, host.AgentOptions{
-		Model:           "gpt-test",
-		PluginsDir:      pluginDir(t, "fs"),
-		RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}},
-	})
-	got, err := a.Chat(t.Context(), "What is in notes.txt?")
-	if err != nil {
-		t.Fatal(err)
+// anthropicSSE frames Messages API stream events.
+func anthropicSSE(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		var typ struct{ Type string }
+		json.Unmarshal([]byte(e), &typ)
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ.Type, e)
 	}
-	if want := "The file says: the password is swordfish"; got != want {
-		t.Errorf("answer = %q, want %q", got, want)
-	}
-	if len(bodies) != 2 {
-		t.Fatalf("%d requests, want 2", len(bodies))
-	}
-	if bodies[0]["model"] != "gpt-test" {
-		t.Errorf("model = %v", bodies[0]["model"])
-	}
-	var offered []string
-	tools, _ := bodies[0]["tools"].([]any)
-	for _, tl := range tools {
-		fn, _ := tl.(map[string]any)["function"].(map[string]any)
-		offered = append(offered, fmt.Sprint(fn["name"]))
-	}
-	if !slices.Contains(offered, "read_file") || slices.Contains(offered, "remove") {
-		t.Errorf("tools offered: %v", offered)
-	}
-	second, _ := json.Marshal(bodies[1]["messages"])
-	if !strings.Contains(string(second), `"tool_call_id":"call_abc"`) || !strings.Contains(string(second), "swordfish") {
-		t.Errorf("the second request lacks the tool result: %s", second)
+	return b.String()
+}
+
+// TestAgentEndToEnd runs the whole loop over HTTP, in each provider's wire
+// format: the replayed model asks for read_file, the real fs plugin reads
+// the file, and the final answer quotes what the tool result carried.
+func TestAgentEndToEnd(t *testing.T) {
+	t.Parallel()
+	plugins := pluginDir(t, "fs")
+	for name, wire := range e2eWires() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the password is swordfish\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var bodies []map[string]any
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != wire.path || r.Header.Get(wire.authHeader) != wire.auth {
+					http.Error(w, `{"error":{"message":"bad request line"}}`, http.StatusBadRequest)
+					return
+				}
+				var body map[string]any
+				if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				mu.Lock()
+				bodies = append(bodies, body)
+				n := len(bodies)
+				mu.Unlock()
+				w.Header().Set("Content-Type", wire.contentType)
+				if n == 1 {
+					io.WriteString(w, wire.toolCall)
+					return
+				}
+				// Quote the tool result back, as a model would.
+				io.WriteString(w, wire.answer("The file says: "+strings.TrimSpace(wire.result(body))))
+			}))
+			t.Cleanup(srv.Close)
+
+			a := newAgent(t, wire.provider(srv.URL), host.AgentOptions{
+				Model:           "model-test",
+				PluginsDir:      plugins,
+				RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}},
+			})
+			var got string
+			var err error
+			if wire.stream {
+				var streamed strings.Builder
+				got, err = a.StreamChat(t.Context(), "What is in notes.txt?", func(ev host.Event) error {
+					if ev.Type == host.EventText {
+						streamed.WriteString(ev.Text)
+					}
+					return nil
+				})
+				if err == nil && streamed.String() != got {
+					t.Errorf("streamed text %q, answer %q", streamed.String(), got)
+				}
+			} else {
+				got, err = a.Chat(t.Context(), "What is in notes.txt?")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "The file says: the password is swordfish"; got != want {
+				t.Errorf("answer = %q, want %q", got, want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(bodies) != 2 {
+				t.Fatalf("%d requests, want 2", len(bodies))
+			}
+			if bodies[0]["model"] != "model-test" {
+				t.Errorf("model = %v", bodies[0]["model"])
+			}
+			if offered := wire.offered(bodies[0]); !slices.Contains(offered, "read_file") || slices.Contains(offered, "remove") {
+				t.Errorf("tools offered: %v", offered)
+			}
+			if got := wire.result(bodies[1]); got != "the password is swordfish\n" {
+				t.Errorf("the second request carries tool result %q", got)
+			}
+		})
 	}
 }
