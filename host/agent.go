@@ -42,6 +42,17 @@ type AgentOptions struct {
 	// means DefaultMaxTurns.
 	MaxTurns int
 
+	// MaxTokens bounds each answer's length, in tokens; zero means the
+	// provider client's default.
+	MaxTokens int
+
+	// Temperature is the sampling temperature of every request; nil
+	// leaves the provider's default.
+	Temperature *float64
+
+	// Stop are sequences that end an answer where they appear.
+	Stop []string
+
 	// Registry is the registry the agent runs tools with. The agent sets
 	// itself as its ToolContext but does not close it. Nil: the agent
 	// builds the default registry from PluginsDir (NewDefaultToolRegistry)
@@ -68,8 +79,12 @@ type Agent struct {
 	provider llm.Provider
 	model    string
 	maxTurns int
-	registry *ToolRegistry
-	owned    bool
+	// The settings every request carries (AgentOptions).
+	maxTokens   int
+	temperature *float64
+	stop        []string
+	registry    *ToolRegistry
+	owned       bool
 
 	mu          sync.Mutex
 	system      string
@@ -91,12 +106,18 @@ func NewAgent(ctx context.Context, provider llm.Provider, opts AgentOptions) (*A
 		provider:    provider,
 		model:       opts.Model,
 		maxTurns:    opts.MaxTurns,
+		maxTokens:   opts.MaxTokens,
+		stop:        slices.Clone(opts.Stop),
 		registry:    opts.Registry,
 		system:      opts.SystemPrompt,
 		sessionFile: opts.SessionContextFilePath,
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
+	}
+	if opts.Temperature != nil {
+		t := *opts.Temperature
+		a.temperature = &t
 	}
 	if a.registry == nil {
 		if opts.PluginsDir == "" {
@@ -332,7 +353,10 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 	}
 	a.append(llm.Message{Role: llm.RoleUser, Content: text})
 	for range a.maxTurns {
-		req := &llm.Request{Model: a.model, System: a.SystemPrompt(), Messages: a.Messages(), Tools: a.Tools()}
+		req := &llm.Request{
+			Model: a.model, System: a.SystemPrompt(), Messages: a.Messages(), Tools: a.Tools(),
+			MaxTokens: a.maxTokens, Temperature: a.temperature, Stop: a.stop,
+		}
 		resp, err := call(ctx, req)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {

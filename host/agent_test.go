@@ -217,6 +217,44 @@ func TestAgentMaxTurns(t *testing.T) {
 	}
 }
 
+// TestAgentSampling: the options' request settings go with every request
+// of a turn, as they were when the agent was made.
+func TestAgentSampling(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("", "echo", `{"text":"x"}`),
+		answer("done"),
+	}}
+	temp := 0.25
+	stop := []string{"END"}
+	a := newAgent(t, p, host.AgentOptions{MaxTokens: 300, Temperature: &temp, Stop: stop})
+	if err := a.AddTool(echoTool("echo")); err != nil {
+		t.Fatal(err)
+	}
+	temp, stop[0] = 2, "changed" // the agent keeps its own copies
+	if _, err := a.Chat(t.Context(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := p.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	for i, req := range reqs {
+		if req.MaxTokens != 300 || req.Temperature == nil || *req.Temperature != 0.25 || !slices.Equal(req.Stop, []string{"END"}) {
+			t.Errorf("request %d: max tokens %d, temperature %v, stop %q", i, req.MaxTokens, req.Temperature, req.Stop)
+		}
+	}
+
+	// Without them, a request leaves the provider's defaults.
+	p2 := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("ok")}}
+	if _, err := newAgent(t, p2, host.AgentOptions{}).Chat(t.Context(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if req := p2.requests()[0]; req.MaxTokens != 0 || req.Temperature != nil || req.Stop != nil {
+		t.Errorf("defaults: max tokens %d, temperature %v, stop %q", req.MaxTokens, req.Temperature, req.Stop)
+	}
+}
+
 func TestAgentDefaultMaxTurns(t *testing.T) {
 	t.Parallel()
 	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){callTools("", "echo", `{"text":"x"}`)}}

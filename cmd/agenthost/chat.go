@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -37,7 +40,19 @@ type chatFlags struct {
 	provider, model, baseURL string
 	system, sessionFile      string
 	maxTurns                 int
+	maxTokens                int
+	temperature              *float64 // nil: the provider's default
 	message                  string
+}
+
+// setTemperature parses --temperature.
+func (f *chatFlags) setTemperature(v string) error {
+	t, err := strconv.ParseFloat(v, 64)
+	if err != nil || t < 0 || t > 2 || math.IsNaN(t) {
+		return errors.New("want a number from 0 to 2")
+	}
+	f.temperature = &t
+	return nil
 }
 
 // newProvider makes the model client the flags and the environment
@@ -94,9 +109,14 @@ func chatCommand() *command {
 			fs.StringVar(&f.system, "system", "", "the system `PROMPT`")
 			fs.StringVar(&f.sessionFile, "session-file", "", "the `FILE` /save and save_session_context write")
 			fs.IntVar(&f.maxTurns, "max-turns", host.DefaultMaxTurns, "the most model calls for one answer")
+			fs.IntVar(&f.maxTokens, "max-tokens", 0, "at most `N` tokens in each model answer (default: the provider client's; 4096 for anthropic)")
+			fs.Func("temperature", "the sampling temperature `T`, 0 to 2 (default: the provider's)", f.setTemperature)
 			fs.StringVar(&f.message, "m", "", "answer this `TEXT` once and exit")
 		},
 		prepare: func() error {
+			if f.maxTokens < 0 {
+				return usagef("chat: --max-tokens must not be negative")
+			}
 			var err error
 			provider, model, err = f.newProvider()
 			return err
@@ -110,6 +130,8 @@ func chatCommand() *command {
 				SystemPrompt:           f.system,
 				SessionContextFilePath: f.sessionFile,
 				MaxTurns:               f.maxTurns,
+				MaxTokens:              f.maxTokens,
+				Temperature:            f.temperature,
 				Registry:               env.registry,
 			})
 			if err != nil {

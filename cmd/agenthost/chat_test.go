@@ -182,6 +182,34 @@ func TestChatOnce(t *testing.T) {
 	}
 }
 
+// TestChatSampling: --temperature and --max-tokens reach every request;
+// without them the requests leave the provider's defaults.
+func TestChatSampling(t *testing.T) {
+	clearProviderEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	dir := t.TempDir() // no plugins
+	for _, tc := range []struct {
+		flags []string
+		want  map[string]any
+	}{
+		{[]string{"--temperature", "0", "--max-tokens", "50"}, map[string]any{"temperature": 0.0, "max_tokens": 50.0}},
+		{nil, map[string]any{}},
+	} {
+		rp, url := newReplay(t, func(map[string]any) []string { return textReply("ok") })
+		args := append([]string{"--plugins", dir, "chat", "--base-url", url, "-m", "hi"}, tc.flags...)
+		if r := runCLI(t, "", args...); r.code != 0 || r.stdout != "ok\n" {
+			t.Fatalf("%v: exit status %d, stdout %q, stderr %q", tc.flags, r.code, r.stdout, r.stderr)
+		}
+		body := rp.requests()[0]
+		for _, key := range []string{"temperature", "max_tokens"} {
+			got, ok := body[key]
+			if w, wantIt := tc.want[key]; ok != wantIt || got != w {
+				t.Errorf("%v: %s = %v (present %v), want %v (present %v)", tc.flags, key, got, ok, w, wantIt)
+			}
+		}
+	}
+}
+
 func TestChatConfigErrors(t *testing.T) {
 	cases := map[string]struct {
 		env  map[string]string
@@ -193,6 +221,8 @@ func TestChatConfigErrors(t *testing.T) {
 		"anthropic, no key":  {args: []string{"chat", "--provider", "anthropic", "-m", "hi"}, want: "the anthropic provider needs ANTHROPIC_API_KEY to be set"},
 		"openrouter, no key": {env: map[string]string{"OPENAI_API_KEY": "x"}, args: []string{"chat", "--provider", "openrouter", "-m", "hi"}, want: "needs OPENROUTER_API_KEY"},
 		"arguments":          {env: map[string]string{"OPENAI_API_KEY": "x"}, args: []string{"--plugins", t.TempDir(), "chat", "hello"}, want: "chat takes no arguments"},
+		"temperature":        {env: map[string]string{"OPENAI_API_KEY": "x"}, args: []string{"chat", "--temperature", "2.5", "-m", "hi"}, want: `invalid value "2.5" for flag -temperature: want a number from 0 to 2`},
+		"max tokens":         {env: map[string]string{"OPENAI_API_KEY": "x"}, args: []string{"chat", "--max-tokens", "-3", "-m", "hi"}, want: "--max-tokens must not be negative"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -179,12 +179,14 @@ func (a *Anthropic) redact(s string) string {
 // The request's wire form.
 
 type anthropicRequest struct {
-	Model     string             `json:"model"`
-	System    string             `json:"system,omitempty"`
-	Messages  []anthropicMessage `json:"messages"`
-	Tools     []anthropicTool    `json:"tools,omitempty"`
-	MaxTokens int                `json:"max_tokens"`
-	Stream    bool               `json:"stream,omitempty"`
+	Model         string             `json:"model"`
+	System        string             `json:"system,omitempty"`
+	Messages      []anthropicMessage `json:"messages"`
+	Tools         []anthropicTool    `json:"tools,omitempty"`
+	MaxTokens     int                `json:"max_tokens"`
+	Temperature   *float64           `json:"temperature,omitempty"`
+	StopSequences []string           `json:"stop_sequences,omitempty"`
+	Stream        bool               `json:"stream,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -231,11 +233,13 @@ type anthropicToolResultBlock struct {
 // wireRequest maps a neutral Request to the Messages API's body.
 func (a *Anthropic) wireRequest(req *Request, stream bool) *anthropicRequest {
 	out := &anthropicRequest{
-		Model:     req.Model,
-		System:    req.System,
-		Messages:  anthropicMessages(req.Messages),
-		MaxTokens: req.MaxTokens,
-		Stream:    stream,
+		Model:         req.Model,
+		System:        req.System,
+		Messages:      anthropicMessages(req.Messages),
+		MaxTokens:     req.MaxTokens,
+		Temperature:   req.Temperature,
+		StopSequences: req.Stop,
+		Stream:        stream,
 	}
 	if out.MaxTokens <= 0 {
 		out.MaxTokens = a.cfg.MaxTokens

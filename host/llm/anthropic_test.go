@@ -182,6 +182,24 @@ func TestAnthropicChatText(t *testing.T) {
 	}
 }
 
+// TestAnthropicSampling: the request's settings reach the body, a zero
+// temperature included.
+func TestAnthropicSampling(t *testing.T) {
+	t.Parallel()
+	r := newAnthropicReplay(t, anthropicReply{file: "text.json"})
+	req := anthropicSimpleRequest()
+	zero := 0.0
+	req.MaxTokens, req.Temperature, req.Stop = 77, &zero, []string{"END", "\n\nHuman:"}
+	if _, err := r.client(anthropicTestKey).Chat(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	wantReq := `{"model":"claude-sonnet-4-5","system":"Be brief.","max_tokens":77,"temperature":0,"stop_sequences":["END","\n\nHuman:"],
+		"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}]}`
+	if !anthropicJSONEqual(t, r.bodies[0], []byte(wantReq)) {
+		t.Errorf("request = %s\nwant %s", r.bodies[0], wantReq)
+	}
+}
+
 func TestAnthropicChatToolsAndThinking(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {

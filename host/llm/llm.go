@@ -75,6 +75,11 @@ type Request struct {
 	Messages  []Message
 	Tools     []Tool
 	MaxTokens int // 0: the client's default
+	// Temperature is the sampling temperature; nil leaves the provider's
+	// default.
+	Temperature *float64
+	// Stop are sequences that end the answer where they appear.
+	Stop []string
 }
 
 // Usage counts the tokens of one call.

@@ -240,7 +240,7 @@ func (o *OpenAI) apiError(status int, e *openaiError) *APIError {
 
 // wireRequest maps a neutral Request to the chat completions body.
 func (o *OpenAI) wireRequest(req *Request, stream bool) *openaiRequest {
-	w := &openaiRequest{Model: req.Model, MaxTokens: req.MaxTokens}
+	w := &openaiRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stop: req.Stop}
 	if w.MaxTokens <= 0 {
 		w.MaxTokens = o.cfg.MaxTokens
 	}
@@ -292,6 +292,8 @@ type openaiRequest struct {
 	Messages      []openaiMessage      `json:"messages"`
 	Tools         []openaiTool         `json:"tools,omitempty"`
 	MaxTokens     int                  `json:"max_tokens,omitempty"`
+	Temperature   *float64             `json:"temperature,omitempty"`
+	Stop          []string             `json:"stop,omitempty"`
 	Stream        bool                 `json:"stream,omitempty"`
 	StreamOptions *openaiStreamOptions `json:"stream_options,omitempty"`
 }

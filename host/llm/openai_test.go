@@ -253,6 +253,38 @@ func TestOpenAIStream(t *testing.T) {
 	}
 }
 
+// TestOpenAISampling: the request's settings reach the body, a zero
+// temperature included; without them the body has none.
+func TestOpenAISampling(t *testing.T) {
+	t.Parallel()
+	srv, log := openaiReplay(t, openaiStep{file: "chat_text.json"}, openaiStep{file: "chat_text.json"})
+	c := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, APIKey: "sk-test"})
+	zero := 0.0
+	for _, req := range []*Request{
+		{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}, MaxTokens: 77, Temperature: &zero, Stop: []string{"END"}},
+		{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}},
+	} {
+		if _, err := c.Chat(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []map[string]any{
+		{"max_tokens": 77.0, "temperature": 0.0, "stop": []any{"END"}},
+		{},
+	} {
+		var body map[string]any
+		if err := json.Unmarshal(log.all()[i].body, &body); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"max_tokens", "temperature", "stop"} {
+			got, ok := body[key]
+			if w, wantIt := want[key]; ok != wantIt || !reflect.DeepEqual(got, w) {
+				t.Errorf("request %d: %s = %v (present %v), want %v (present %v)", i, key, got, ok, w, wantIt)
+			}
+		}
+	}
+}
+
 func TestOpenAIRequestMapping(t *testing.T) {
 	t.Parallel()
 	srv, log := openaiReplay(t, openaiStep{file: "chat_text.json"})
