@@ -23,6 +23,21 @@ type dirHandle interface {
 	close() error
 }
 
+// readBelow reads the file at path (its components, the last a file name)
+// below h, one directory at a time: like every name a dirHandle takes,
+// none of them may be a symbolic link.
+func readBelow(h dirHandle, path []string) ([]byte, error) {
+	for _, name := range path[:len(path)-1] {
+		sub, err := h.openDir(name)
+		if err != nil {
+			return nil, err
+		}
+		defer sub.close()
+		h = sub
+	}
+	return h.readFile(path[len(path)-1], nil)
+}
+
 // openStartDir opens the directory at rel (a path in ws's form) for a walk,
 // through ws: the directory is inside the workspace root.
 func openStartDir(ws *os.Root, rel string, portable bool) (dirHandle, error) {

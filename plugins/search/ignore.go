@@ -10,6 +10,11 @@ import (
 // .gitignore one, as in ripgrep.
 var ignoreFileNames = [...]string{".gitignore", ".ignore"}
 
+// gitExclude is a repository's own exclude file, below the directory that
+// holds .git. Its patterns apply as that directory's, below its
+// .gitignore's in precedence, as in git and ripgrep.
+var gitExclude = [...]string{".git", "info", "exclude"}
+
 // ignoreRule is one pattern line of a .gitignore file (gitignore(5)).
 type ignoreRule struct {
 	pattern  string // the glob, without "!", the leading "/" and the trailing "/"

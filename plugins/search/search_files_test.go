@@ -190,3 +190,47 @@ func TestSearchFilesRelativeToRoot(t *testing.T) {
 		t.Errorf("search_files = %q, want %q (relative to the root)", got, want)
 	}
 }
+
+// TestGitInfoExclude: a repository's .git/info/exclude excludes like a
+// .gitignore in the directory holding .git, below that .gitignore in
+// precedence, for a walk from the repository's top and from below it; an
+// exclude file reached through a linked .git is not read.
+func TestGitInfoExclude(t *testing.T) {
+	t.Parallel()
+	outside := writeTree(t, map[string]string{"info/exclude": "*\n"})
+	root := writeTree(t, map[string]string{
+		"repo/.git/info/exclude": "*.log\nbuild/\n",
+		"repo/.gitignore":        "!important.log\n",
+		"repo/a.txt":             "needle\n",
+		"repo/x.log":             "needle\n",
+		"repo/important.log":     "",
+		"repo/build/out.txt":     "",
+		"repo/sub/y.log":         "",
+		"repo/sub/z.txt":         "",
+		"linked/.git":            "-> " + outside,
+		"linked/kept.log":        "",
+		"linked/sub/more.log":    "",
+	})
+	tests := map[string]struct {
+		args map[string]any
+		want string
+	}{
+		"from the top":      {map[string]any{"pattern": "**/*"}, lines("linked/", "linked/kept.log", "linked/sub/", "linked/sub/more.log", "repo/", "repo/a.txt", "repo/important.log", "repo/sub/", "repo/sub/z.txt")},
+		"from the repo":     {map[string]any{"pattern": "**/*", "path": "repo"}, lines("repo/a.txt", "repo/important.log", "repo/sub/", "repo/sub/z.txt")},
+		"from below it":     {map[string]any{"pattern": "**/*", "path": "repo/sub"}, "repo/sub/z.txt"},
+		"linked .git":       {map[string]any{"pattern": "**/*.log", "path": "linked"}, lines("linked/kept.log", "linked/sub/more.log")},
+		"below linked .git": {map[string]any{"pattern": "*.log", "path": "linked/sub"}, "linked/sub/more.log"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := mustCall(t, searchFiles, root, tc.args); got != tc.want {
+				t.Errorf("search_files(%v) =\n%s\nwant:\n%s", tc.args, got, tc.want)
+			}
+		})
+	}
+	// search_text walks the same way.
+	if got := mustCall(t, searchText, root, map[string]any{"query": "needle", "paths": []string{"repo"}}); !strings.Contains(got, "a.txt") || strings.Contains(got, "x.log") {
+		t.Errorf("search_text(needle) found a.txt %v, the excluded x.log %v:\n%s", strings.Contains(got, "a.txt"), strings.Contains(got, "x.log"), got)
+	}
+}

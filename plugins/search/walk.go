@@ -271,6 +271,9 @@ func (w *walker[S]) startIgnores(s *walkStart) *ignoreList {
 	}
 	for _, d := range dirs {
 		var contents [][]byte
+		if data, err := s.ws.ReadFile(filepath.Join(filepath.FromSlash(d), filepath.Join(gitExclude[:]...))); err == nil {
+			contents = append(contents, data)
+		}
 		for _, name := range ignoreFileNames {
 			if data, err := s.ws.ReadFile(filepath.FromSlash(joinRel(d, name))); err == nil {
 				contents = append(contents, data)
@@ -294,6 +297,14 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 	}
 
 	var contents [][]byte
+	for _, e := range ents {
+		if e.Name() == gitExclude[0] && e.IsDir() {
+			if data, err := readBelow(h, gitExclude[:]); err == nil {
+				contents = append(contents, data)
+			}
+			break
+		}
+	}
 	for _, name := range ignoreFileNames {
 		for _, e := range ents {
 			if e.Name() == name && !e.IsDir() {
