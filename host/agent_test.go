@@ -523,17 +523,6 @@ type e2eWire struct {
 }
 
 func e2eWires() map[string]e2eWire {
-	blocks := func(body map[string]any, each func(block map[string]any)) {
-		msgs, _ := body["messages"].([]any)
-		for _, m := range msgs {
-			content, _ := m.(map[string]any)["content"].([]any)
-			for _, b := range content {
-				if bm, ok := b.(map[string]any); ok {
-					each(bm)
-				}
-			}
-		}
-	}
 	return map[string]e2eWire{
 		"openai": {
 			path: "/v1/chat/completions", authHeader: "Authorization", auth: "Bearer test-key",
@@ -597,13 +586,18 @@ func e2eWires() map[string]e2eWire {
 					`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":8}}`,
 					`{"type":"message_stop"}`)...)
 			},
-			result: func(body map[string]any) (result string) {
-				blocks(body, func(b map[string]any) {
-					if b["type"] == "tool_result" && b["tool_use_id"] == "call_abc" {
-						result, _ = b["content"].(string)
+			result: func(body map[string]any) string {
+				msgs, _ := body["messages"].([]any)
+				for _, m := range msgs {
+					content, _ := m.(map[string]any)["content"].([]any)
+					for _, c := range content {
+						if b, _ := c.(map[string]any); b["type"] == "tool_result" && b["tool_use_id"] == "call_abc" {
+							s, _ := b["content"].(string)
+							return s
+						}
 					}
-				})
-				return result
+				}
+				return ""
 			},
 			offered: func(body map[string]any) (names []string) {
 				tools, _ := body["tools"].([]any)
