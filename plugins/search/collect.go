@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
 // maxLineChars is where a reported line is cut.
@@ -33,6 +35,7 @@ type fileResult struct {
 	lines   []outLine
 	stored  int // matches in lines
 	matches int // matching lines in the file
+	size    int // about the bytes lines take in the output
 }
 
 // collector gathers the files' results from the walk's workers. The
@@ -47,6 +50,7 @@ type collector struct {
 	mu     sync.Mutex
 	files  []fileResult
 	stored int
+	size   int
 	total  int
 	seen   map[string]bool // the files counted, when the searched paths may overlap
 	bound  atomic.Pointer[string]
@@ -85,21 +89,24 @@ func (c *collector) add(r fileResult) {
 	}
 	c.files = append(c.files, r)
 	c.stored += r.stored
-	if c.stored > 2*c.limit {
+	c.size += r.size
+	if c.stored > 2*c.limit || c.size > 2*maxOutputBytes {
 		c.prune()
 	}
 }
 
-// prune drops the files that the first limit matches do not reach.
+// prune drops the files that the output cannot reach: those after the
+// limit-th match or after maxOutputBytes of lines.
 func (c *collector) prune() {
 	c.sort()
-	n := 0
+	n, size := 0, 0
 	for i := range c.files {
 		n += c.files[i].stored
-		if n >= c.limit {
+		size += c.files[i].size
+		if n >= c.limit || size >= maxOutputBytes {
 			clear(c.files[i+1:])
 			c.files = c.files[:i+1]
-			c.stored = n
+			c.stored, c.size = n, size
 			key := c.files[i].key
 			c.bound.Store(&key)
 			return
@@ -148,21 +155,27 @@ func (c *collector) result() (files []fileResult, shown, total int) {
 
 // formatMatches writes the output lines: "path:line:text" for matches,
 // "path-line-text" for context, and "--" between groups that are not
-// adjacent when there is context.
-func formatMatches(sb *strings.Builder, files []fileResult, context bool) {
+// adjacent when there is context. It stops before a match once the output
+// has maxOutputBytes, and returns the number of matches it wrote.
+func formatMatches(sb *strings.Builder, files []fileResult, context bool) (written int) {
 	first := true
 	for _, f := range files {
+		key := textsafe.Name(f.key)
 		prev := -1
 		for _, l := range f.lines {
+			if l.match && sb.Len() >= maxOutputBytes {
+				return written
+			}
 			if context && !first && l.num != prev+1 {
 				sb.WriteString("--\n")
 			}
 			first = false
 			prev = l.num
-			sb.WriteString(f.key)
+			sb.WriteString(key)
 			sep := byte('-')
 			if l.match {
 				sep = ':'
+				written++
 			}
 			sb.WriteByte(sep)
 			sb.WriteString(strconv.Itoa(l.num))
@@ -171,10 +184,12 @@ func formatMatches(sb *strings.Builder, files []fileResult, context bool) {
 			sb.WriteByte('\n')
 		}
 	}
+	return written
 }
 
-// lineText is a line as reported: without its "\r", valid UTF-8, cut at
-// maxLineChars characters.
+// lineText is a line as reported: without its "\r", cut at maxLineChars
+// characters, valid UTF-8, and with its control characters escaped (see
+// escapeControls).
 func lineText(line []byte) string {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
@@ -197,10 +212,43 @@ func lineText(line []byte) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
+	s = escapeControls(s)
 	if cut {
 		s += lineCutMarker
 	}
 	return s
+}
+
+// escapeControls writes the control characters of a line, but tab, as
+// escapes (\r, \x1b, \u0085, \u2028): a line of a file cannot end an
+// output line early, or send a terminal escape sequence, and what it held
+// can still be read.
+func escapeControls(s string) string {
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f || c == 0xc2 || c == 0xe2 {
+			break
+		}
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for _, r := range s[i:] {
+		switch {
+		case r == '\r':
+			b.WriteString(`\r`)
+		case (r < 0x20 && r != '\t') || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case (0x80 <= r && r < 0xa0) || r == '\u2028' || r == '\u2029':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // comparePaths orders paths component by component, as ripgrep's

@@ -14,13 +14,137 @@ import (
 type dirHandle interface {
 	// readDir lists the directory, with the entries' types as the system
 	// reports them: no stat per entry where it can be avoided.
-	readDir() ([]fs.DirEntry, error)
+	readDir() ([]dirEntry, error)
 	// openDir opens a subdirectory; it refuses a symbolic link.
 	openDir(name string) (dirHandle, error)
-	// readFile reads a file into buf (from buf[:0], growing it), refusing
-	// a symbolic link and never blocking on a FIFO.
-	readFile(name string, buf []byte) ([]byte, error)
+	// openFile opens a file for reading, refusing a symbolic link and
+	// never blocking, on a FIFO or anything else.
+	openFile(name string) (file, error)
+	// realPath is the directory's path as the system names it now, where
+	// it can tell (see placeChecker); ok is false where it cannot.
+	realPath() (path string, ok bool)
 	close() error
+}
+
+// dirEntry is an entry of a listed directory.
+type dirEntry struct {
+	name string
+	typ  fs.FileMode // the type bits: fs.ModeDir, fs.ModeSymlink, 0 for a regular file
+}
+
+// file is a file open for reading.
+type file interface {
+	// read reads into p, like read(2).
+	read(p []byte) (int, error)
+	// stat reports the file's size and whether it is a regular file.
+	stat() (size int64, regular bool, err error)
+	// realPath is the file's path as the system names it now; see
+	// dirHandle.realPath.
+	realPath() (path string, ok bool)
+	close() error
+}
+
+const (
+	// maxFileSize is the largest file search_text reads; larger ones are
+	// skipped and counted, from their size, before they are read.
+	maxFileSize = 256 << 20
+	// maxGeneratedSize is how much of a file that says it is empty is
+	// read: the files of /proc, /sys and their kind are made up as they
+	// are read, and some never end.
+	maxGeneratedSize = 1 << 20
+	// readBufferSize is a worker's first read buffer; it grows for larger
+	// files, and is dropped after one larger than keepBufferSize.
+	readBufferSize = 64 << 10
+	keepBufferSize = 8 << 20
+)
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errNotDir     = errors.New("not a directory")
+	errTooLarge   = errors.New("file too large")
+	errNoEnd      = errors.New("file of unknown size too long")
+)
+
+// largeBuffer admits one buffer larger than keepBufferSize at a time in
+// the whole plugin, so that the memory of the searches running together
+// stays within about maxFileSize plus keepBufferSize per worker, however
+// many large files they meet.
+var largeBuffer = make(chan struct{}, 1)
+
+// readWith reads f into buf and calls use with the content while f is
+// still open. It returns a buffer to reuse: buf, or a new one when buf
+// had to grow past keepBufferSize, which is then let go.
+func readWith(f file, buf []byte, use func(content []byte)) ([]byte, error) {
+	if cap(buf) > keepBufferSize {
+		buf = nil
+	}
+	content, err := readAll(f, buf[:0])
+	if err == nil {
+		use(content)
+	}
+	if cap(content) > keepBufferSize {
+		<-largeBuffer
+		return make([]byte, 0, readBufferSize), err
+	}
+	return content, err
+}
+
+// readAll reads f to its end into buf, growing it as needed. It reads at
+// most one buffer before it asks for the file's size, and stops there
+// when the file is not a regular one or is larger than maxFileSize; most
+// files fit in the first buffer and are read without that extra call.
+func readAll(f file, buf []byte) ([]byte, error) {
+	limit := -1 // not known yet
+	for {
+		if len(buf) == cap(buf) {
+			size := 0
+			if limit < 0 {
+				n, regular, err := f.stat()
+				switch {
+				case err != nil:
+					return buf, err
+				case !regular:
+					return buf[:0], errNotRegular
+				case n > maxFileSize:
+					return buf[:0], errTooLarge
+				case n == 0:
+					limit = maxGeneratedSize
+				default:
+					limit = maxFileSize
+					size = int(n)
+				}
+			}
+			if len(buf) >= limit {
+				if limit == maxGeneratedSize {
+					return buf, errNoEnd
+				}
+				return buf, errTooLarge
+			}
+			buf = grow(buf, size, limit)
+		}
+		n, err := f.read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+max(n, 0)]
+		switch {
+		case err == io.EOF || (err == nil && n == 0):
+			return buf, nil
+		case err != nil:
+			return buf, err
+		}
+	}
+}
+
+// grow returns buf with room for at least size bytes and one more (the
+// read that finds the end), and at least twice its capacity, but no more
+// than limit and one. A buffer that grows past keepBufferSize waits for
+// largeBuffer; readWith gives it back.
+func grow(buf []byte, size, limit int) []byte {
+	c := min(max(2*cap(buf), size+1, readBufferSize), limit+1)
+	if c > keepBufferSize && cap(buf) <= keepBufferSize {
+		largeBuffer <- struct{}{}
+	}
+	b := make([]byte, len(buf), c)
+	copy(b, buf)
+	return b
 }
 
 // readBelow reads the file at path (its components, the last a file name)
@@ -35,7 +159,22 @@ func readBelow(h dirHandle, path []string) ([]byte, error) {
 		defer sub.close()
 		h = sub
 	}
-	return h.readFile(path[len(path)-1], nil)
+	f, err := h.openFile(path[len(path)-1])
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	return readSmall(f)
+}
+
+// readSmall reads a whole file that is used after it is closed, such as an
+// ignore file, into a buffer of its own.
+func readSmall(f file) ([]byte, error) {
+	var data []byte
+	_, err := readWith(f, nil, func(content []byte) {
+		data = append([]byte(nil), content...)
+	})
+	return data, err
 }
 
 // openStartDir opens the directory at rel (a path in ws's form) for a walk,
@@ -60,13 +199,18 @@ func openRootDir(ws *os.Root, rel string) (dirHandle, error) {
 	return rootDir{r}, nil
 }
 
-func (d rootDir) readDir() ([]fs.DirEntry, error) {
+func (d rootDir) readDir() ([]dirEntry, error) {
 	f, err := d.root.Open(".")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return f.ReadDir(-1)
+	des, err := f.ReadDir(-1)
+	ents := make([]dirEntry, len(des))
+	for i, de := range des {
+		ents[i] = dirEntry{name: de.Name(), typ: de.Type()}
+	}
+	return ents, err
 }
 
 func (d rootDir) openDir(name string) (dirHandle, error) {
@@ -82,18 +226,22 @@ func (d rootDir) openDir(name string) (dirHandle, error) {
 	return rootDir{r}, nil
 }
 
-func (d rootDir) readFile(name string, buf []byte) ([]byte, error) {
+func (d rootDir) openFile(name string) (file, error) {
 	if fi, err := d.root.Lstat(name); err != nil {
-		return buf[:0], err
+		return nil, err
 	} else if !fi.Mode().IsRegular() {
-		return buf[:0], errNotRegular
+		return nil, errNotRegular
 	}
-	f, err := d.root.OpenFile(name, os.O_RDONLY|nonBlock, 0)
+	return openInRoot(d.root, name)
+}
+
+func (d rootDir) realPath() (string, bool) {
+	f, err := d.root.Open(".")
 	if err != nil {
-		return buf[:0], err
+		return "", false
 	}
 	defer f.Close()
-	return readAll(f, buf[:0])
+	return osFile{f}.realPath()
 }
 
 func (d rootDir) close() error { return d.root.Close() }
@@ -102,47 +250,62 @@ func (d rootDir) close() error { return d.root.Close() }
 // a swap put where a file was; it changes nothing for regular files.
 const nonBlock = syscall.O_NONBLOCK
 
-var (
-	errNotRegular = errors.New("not a regular file")
-	errNotDir     = errors.New("not a directory")
-	errTooLarge   = errors.New("file too large")
-)
-
-// readAll reads f to its end into buf, growing it as needed.
-func readAll(f *os.File, buf []byte) ([]byte, error) {
-	sized := false
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) >= maxFileSize {
-				return buf, errTooLarge
-			}
-			size := 0
-			if !sized {
-				// The first read filled the buffer: make room for the
-				// whole file at once.
-				sized = true
-				if fi, err := f.Stat(); err == nil {
-					size = int(min(fi.Size(), maxFileSize))
-				}
-			}
-			buf = grow(buf, size)
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
+// openInRoot opens the regular file at name (a path in root's form,
+// followed through symbolic links only while they stay inside root)
+// without blocking, and checks its type before anything reads it: a read
+// from a FIFO or a device opened that way could still wait forever.
+func openInRoot(root *os.Root, name string) (file, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, err
 	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, err
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, errNotRegular
+	}
+	return osFile{f}, nil
 }
 
-// grow returns buf with room for at least size bytes and one more (the
-// read that finds the end), and at least twice its capacity.
-func grow(buf []byte, size int) []byte {
-	c := max(2*cap(buf), size+1, readBufferSize)
-	b := make([]byte, len(buf), c)
-	copy(b, buf)
-	return b
+// readInRoot reads the regular file at name inside root; see openInRoot.
+func readInRoot(root *os.Root, name string) ([]byte, error) {
+	f, err := openInRoot(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	return readSmall(f)
 }
+
+// osFile is a file made of an *os.File that is known to be a regular
+// file.
+type osFile struct{ f *os.File }
+
+func (f osFile) read(p []byte) (int, error) { return f.f.Read(p) }
+
+func (f osFile) stat() (int64, bool, error) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	return fi.Size(), fi.Mode().IsRegular(), nil
+}
+
+func (f osFile) realPath() (string, bool) {
+	conn, err := f.f.SyscallConn()
+	if err != nil {
+		return "", false
+	}
+	var path string
+	var ok bool
+	if conn.Control(func(fd uintptr) { path, ok = fdPath(int(fd)) }) != nil {
+		return "", false
+	}
+	return path, ok
+}
+
+func (f osFile) close() error { return f.f.Close() }

@@ -4,21 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/agenthost/agenthost/internal/workspace"
-)
-
-const (
-	// maxFileSize is the largest file search_text reads; larger ones are
-	// skipped and counted.
-	maxFileSize = 256 << 20
-	// readBufferSize is a worker's first read buffer; it grows for larger
-	// files, and is dropped after one larger than keepBufferSize.
-	readBufferSize = 64 << 10
-	keepBufferSize = 8 << 20
 )
 
 // textSearch is one search_text call.
@@ -30,6 +19,8 @@ type textSearch struct {
 	coll       *collector
 	unreadable atomic.Int64
 	tooLarge   atomic.Int64
+	noEnd      atomic.Int64 // files of unknown size that went on past maxGeneratedSize
+	moved      atomic.Int64 // files left out: no longer inside the root after they were read
 
 	mu      sync.Mutex
 	workers []*textWorker
@@ -105,63 +96,78 @@ func (s *textSearch) visit(w *textWorker, e *entry) {
 	if s.include != nil && !s.include.match(e) {
 		return
 	}
-	if cap(w.buf) > keepBufferSize {
-		// The last file was a large one: do not keep its memory.
-		w.buf = make([]byte, 0, readBufferSize)
+	if e.dir.start.kernel && drainedOnRead[e.name] {
+		return
 	}
-	buf, err := e.read(w.buf)
-	if !s.keep(w, buf, err) {
+	f, err := e.open()
+	if err != nil {
 		// A symbolic link that leaves the root, dangles or names a
 		// directory is no file to search.
-		if e.typ&fs.ModeSymlink == 0 && !errors.Is(err, errTooLarge) {
+		if e.typ&fs.ModeSymlink == 0 {
 			s.unreadable.Add(1)
 		}
 		return
 	}
-	r := s.search(w, func() string { return displayPath(e.dir.start.rootPath, e.rel()) })
-	if r.matches > 0 && bytes.IndexByte(w.buf, 0) >= 0 {
-		return // binary
+	w.buf, err = readWith(f, w.buf, func(content []byte) {
+		r := s.search(w, content, func() string { return displayPath(e.dir.start.rootPath, e.rel()) })
+		if r.matches == 0 || bytes.IndexByte(content, 0) >= 0 {
+			return // no match, or binary
+		}
+		if !e.dir.start.place.holds(f) {
+			s.moved.Add(1)
+			return
+		}
+		s.coll.add(r)
+	})
+	f.close()
+	switch {
+	case errors.Is(err, errTooLarge):
+		s.tooLarge.Add(1)
+	case errors.Is(err, errNoEnd):
+		s.noEnd.Add(1)
+	case err != nil && e.typ&fs.ModeSymlink == 0:
+		s.unreadable.Add(1)
 	}
-	s.coll.add(r)
 }
 
 // explicitFile searches a file given in paths. It reports whether the file
 // is binary, and so was skipped.
 func (s *textSearch) explicitFile(w *textWorker, p workspace.Path) (binary bool, err error) {
-	f, err := p.Root.OpenFile(p.Rel, os.O_RDONLY|nonBlock, 0)
+	f, err := openInRoot(p.Root, p.Rel)
 	if err != nil {
-		return false, p.Err(err)
+		return false, pathError(p.Arg, err)
 	}
-	buf, err := readAll(f, w.buf[:0])
-	f.Close()
-	if !s.keep(w, buf, err) {
-		if errors.Is(err, errTooLarge) {
-			return false, nil
+	defer f.close()
+	place := newPlace(p.Root)
+	w.buf, err = readWith(f, w.buf, func(content []byte) {
+		if bytes.IndexByte(content, 0) >= 0 {
+			binary = true
+			return
 		}
-		return false, p.Err(err)
-	}
-	if bytes.IndexByte(w.buf, 0) >= 0 {
-		return true, nil
-	}
-	s.coll.add(s.search(w, p.Display))
-	return false, nil
-}
-
-// keep takes a file's content into the worker's buffer, and reports
-// whether it is there to search.
-func (s *textSearch) keep(w *textWorker, buf []byte, err error) bool {
-	w.buf = buf
-	if errors.Is(err, errTooLarge) {
+		r := s.search(w, content, p.Display)
+		if r.matches > 0 && !place.holds(f) {
+			s.moved.Add(1)
+			return
+		}
+		s.coll.add(r)
+	})
+	switch {
+	case errors.Is(err, errTooLarge):
 		s.tooLarge.Add(1)
+		return false, nil
+	case errors.Is(err, errNoEnd):
+		s.noEnd.Add(1)
+		return false, nil
+	case err != nil:
+		return false, pathError(p.Arg, err)
 	}
-	return err == nil
+	return binary, nil
 }
 
-// search finds the matching lines of the worker's buffer. key names the
-// file; it is asked for only when there is a match.
-func (s *textSearch) search(w *textWorker, key func() string) fileResult {
+// search finds the matching lines of buf, a file's content. key names
+// the file; it is asked for only when there is a match.
+func (s *textSearch) search(w *textWorker, buf []byte, key func() string) fileResult {
 	var r fileResult
-	buf := w.buf
 	spans := w.spans[:0]
 	store := false
 	line, pos := 1, 0
@@ -190,8 +196,7 @@ func (s *textSearch) search(w *textWorker, key func() string) fileResult {
 		next = spans[s.limit].num
 		spans = spans[:s.limit]
 	}
-	r.stored = len(spans)
-	r.lines = s.withContext(buf, spans, next)
+	r.lines, r.stored, r.size = s.withContext(buf, spans, next, len(r.key))
 	return r
 }
 
@@ -199,12 +204,25 @@ var newline = []byte{'\n'}
 
 // withContext returns the matching lines with s.context lines before and
 // after each; the context after the last one stops before line next,
-// unless next is 0.
-func (s *textSearch) withContext(buf []byte, spans []span, next int) []outLine {
+// unless next is 0. It stops after the match that brings the lines to
+// maxOutputBytes (counting keyLen bytes of path on each), and returns how
+// many matches it took and about how many bytes the lines make.
+func (s *textSearch) withContext(buf []byte, spans []span, next, keyLen int) (lines []outLine, stored, size int) {
 	c := s.context
-	lines := make([]outLine, 0, len(spans)*(1+2*c))
+	lines = make([]outLine, 0, min(len(spans)*(1+2*c), 1024))
 	last := 0 // the last line added
+	from := 0 // lines[from:] are not counted in size yet
+	count := func() {
+		for _, l := range lines[from:] {
+			size += len(l.text) + keyLen + 16
+		}
+		from = len(lines)
+	}
 	for i, sp := range spans {
+		if count(); size >= maxOutputBytes {
+			break
+		}
+		stored++
 		if c > 0 {
 			first := max(sp.num-c, last+1)
 			at := len(lines)
@@ -237,7 +255,8 @@ func (s *textSearch) withContext(buf []byte, spans []span, next int) []outLine {
 			start = end + 1
 		}
 	}
-	return lines
+	count()
+	return lines, stored, size
 }
 
 func reverse(lines []outLine) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -18,10 +19,10 @@ import (
 const defaultFileResults = 500
 
 type searchFilesInput struct {
-	Pattern       string `json:"pattern" jsonschema:"A glob matched against paths relative to path: * and ? within a name, ** across directories, {a,b} alternatives, [abc] classes. Examples: **/*.go, src/**/*_test.go, {cmd,internal}/*.go, **/testdata/ (a trailing slash: directories only). *.go matches only directly in path; **/*.go at any depth."`
-	Path          string `json:"path,omitempty" jsonschema:"The directory to search from. Default: the first workspace root."`
-	MaxResults    int    `json:"max_results,omitempty" jsonschema:"The most paths to list. Default 500."`
-	IncludeHidden bool   `json:"include_hidden,omitempty" jsonschema:"Also match hidden files and directories (names starting with a dot); a pattern that names one, like .github/**, includes them anyway. .git is never listed."`
+	Pattern       string      `json:"pattern" jsonschema:"A glob matched against paths relative to path: * and ? within a name, ** across directories, {a,b} alternatives, [abc] classes. Examples: **/*.go, src/**/*_test.go, {cmd,internal}/*.go, **/testdata/ (a trailing slash: directories only). *.go matches only directly in path; **/*.go at any depth."`
+	Path          string      `json:"path,omitempty" jsonschema:"The directory to search from. Default: the first workspace root."`
+	MaxResults    wholeNumber `json:"max_results,omitempty" jsonschema:"The most paths to list. Default 500, at most 10000."`
+	IncludeHidden bool        `json:"include_hidden,omitempty" jsonschema:"Also match hidden files and directories (names starting with a dot); a pattern that names one, like .github/**, includes them anyway. .git is never listed."`
 }
 
 var searchFiles = sdk.NewTool(sdk.Info{
@@ -62,49 +63,57 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
 	}
 	info, err := base.Root.Stat(base.Rel)
 	if err != nil {
-		return "", base.Err(err)
+		return "", pathError(arg, err)
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", arg)
+		return "", fmt.Errorf("%s is not a directory", textsafe.Name(arg))
 	}
 
 	g := newGlobWalk(pattern, in.IncludeHidden)
-	start := &walkStart{ws: base.Root, rootPath: base.RootPath, rel: slashRel(base.Rel), baseRel: g.prefix}
+	start := &walkStart{ws: base.Root, rootPath: base.RootPath, rel: slashRel(base.Rel), baseRel: g.prefix, arg: arg}
 	if g.prefix != "" {
 		start.rel = joinRel(start.rel, g.prefix)
+		start.arg = filepath.FromSlash(g.prefix)
+		if in.Path != "" {
+			start.arg = filepath.Join(in.Path, start.arg)
+		}
 		info, err := base.Root.Stat(filepath.FromSlash(start.rel))
 		if workspace.IsEscape(err) {
-			name := filepath.FromSlash(g.prefix)
-			if in.Path != "" {
-				name = filepath.Join(in.Path, name)
-			}
-			return "", workspace.OutsideError(name)
+			return "", workspace.OutsideError(start.arg)
 		}
 		if err != nil || !info.IsDir() {
 			return noFiles(in.Pattern, base), nil
 		}
 	}
-	found, err := g.run(ctx, start)
+	found, total, moved, report, err := g.run(ctx, start, limit)
 	switch {
 	case ctx.Err() != nil:
 		return "", stopped(ctx.Err())
-	case workspace.IsEscape(err):
-		return "", workspace.OutsideError(arg)
 	case err != nil:
 		return "", err
-	case len(found) == 0:
-		return noFiles(in.Pattern, base), nil
+	}
+	notes := walkNotes(report, moved, "path")
+	if total == 0 {
+		return strings.Join(append([]string{noFiles(in.Pattern, base)}, notes...), "\n"), nil
 	}
 	var sb strings.Builder
 	for i, f := range found {
-		if i == limit {
-			fmt.Fprintf(&sb, "... and %d more (max_results %d)\n", len(found)-limit, limit)
+		if sb.Len() >= maxOutputBytes {
+			fmt.Fprintf(&sb, "... and %d more (the output stops after %d MiB: narrow the pattern)\n", total-i, maxOutputBytes>>20)
 			break
 		}
-		sb.WriteString(f.key)
 		if f.isDir {
-			sb.WriteByte('/')
+			sb.WriteString(textsafe.Name(f.key + "/"))
+		} else {
+			sb.WriteString(textsafe.Name(f.key))
 		}
+		sb.WriteByte('\n')
+		if i+1 == limit && total > limit {
+			fmt.Fprintf(&sb, "... and %d more (max_results %d)\n", total-limit, limit)
+		}
+	}
+	for _, n := range notes {
+		sb.WriteString(n)
 		sb.WriteByte('\n')
 	}
 	return strings.TrimSuffix(sb.String(), "\n"), nil
@@ -135,32 +144,84 @@ func newGlobWalk(pattern string, hidden bool) *globWalk {
 	return g
 }
 
-// run walks from start and returns the matching paths, sorted.
-func (g *globWalk) run(ctx context.Context, start *walkStart) ([]foundPath, error) {
+// run walks from start and returns the first limit matching paths,
+// sorted, and how many match in all.
+func (g *globWalk) run(ctx context.Context, start *walkStart, limit int) (found []foundPath, total int, moved int64, report walkReport, err error) {
 	var mu sync.Mutex
-	var states []*[]foundPath
-	newState := func() *[]foundPath {
-		p := new([]foundPath)
+	var states []*foundSet
+	newState := func() *foundSet {
+		p := &foundSet{limit: limit}
 		mu.Lock()
 		states = append(states, p)
 		mu.Unlock()
 		return p
 	}
-	visit := func(out *[]foundPath, e *entry) {
+	visit := func(out *foundSet, e *entry) {
 		isDir := e.typ.IsDir()
 		if (isDir || !g.dirsOnly) && doublestar.MatchUnvalidated(g.pattern, e.baseRel()) {
-			*out = append(*out, foundPath{key: displayPath(e.dir.start.rootPath, e.rel()), isDir: isDir})
+			out.add(foundPath{key: displayPath(e.dir.start.rootPath, e.rel()), isDir: isDir})
 		}
 	}
-	if err := walk(ctx, []*walkStart{start}, g.opts, newState, visit); err != nil {
-		return nil, err
+	report, err = walk(ctx, []*walkStart{start}, g.opts, newState, visit)
+	if err != nil {
+		return nil, 0, 0, report, err
 	}
-	var all []foundPath
+	all := &foundSet{limit: limit}
 	for _, s := range states {
-		all = append(all, *s...)
+		all.dropped += s.dropped
+		all.paths = append(all.paths, s.paths...)
 	}
-	slices.SortFunc(all, func(a, b foundPath) int { return comparePaths(a.key, b.key) })
-	return all, nil
+	all.trim()
+	total = len(all.paths) + all.dropped
+	if start.rootPath != string(filepath.Separator) {
+		// A name listed while its directory was out of the root for a
+		// moment is no name inside it: keep the names that are inside
+		// the root after the walk, found from the root down.
+		kept := keepInside(start.ws, all.paths, func(p foundPath) string { return rootRel(start.rootPath, p.key) })
+		moved = int64(len(all.paths) - len(kept))
+		total -= len(all.paths) - len(kept)
+		all.paths = kept
+	}
+	return all.paths, total, moved, report, nil
+}
+
+// rootRel is the path relative to the workspace root of a path as
+// displayPath reports it.
+func rootRel(rootPath, key string) string {
+	if !filepath.IsAbs(key) {
+		return key
+	}
+	rel, err := filepath.Rel(rootPath, key)
+	if err != nil {
+		return key
+	}
+	return rel
+}
+
+// foundSet keeps the first paths of a walk in path order, and counts the
+// others: its memory stays in proportion to the limit, however many
+// paths match.
+type foundSet struct {
+	limit   int
+	paths   []foundPath
+	dropped int
+}
+
+func (s *foundSet) add(p foundPath) {
+	s.paths = append(s.paths, p)
+	if len(s.paths) >= 8*s.limit+64 {
+		s.trim()
+	}
+}
+
+// trim sorts the paths and keeps the first limit.
+func (s *foundSet) trim() {
+	slices.SortFunc(s.paths, func(a, b foundPath) int { return comparePaths(a.key, b.key) })
+	if len(s.paths) > s.limit {
+		s.dropped += len(s.paths) - s.limit
+		clear(s.paths[s.limit:])
+		s.paths = s.paths[:s.limit]
+	}
 }
 
 // checkGlob validates a search_files pattern and returns it without a
@@ -192,7 +253,7 @@ func namesHidden(pattern string) bool {
 }
 
 func noFiles(pattern string, base workspace.Path) string {
-	msg := fmt.Sprintf("No files matching %q in %s", pattern, displayArg(base))
+	msg := fmt.Sprintf("No files matching %q in %s", pattern, textsafe.Name(displayArg(base)))
 	if !strings.Contains(pattern, "/") {
 		msg += fmt.Sprintf(" (the pattern matches paths relative to that directory; **/%s matches at any depth)", pattern)
 	}

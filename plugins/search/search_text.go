@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -19,14 +19,14 @@ const (
 )
 
 type searchTextInput struct {
-	Query           string   `json:"query" jsonschema:"The text to find: a literal string, or an RE2 regular expression when regex is true. It is matched within single lines."`
-	Paths           []string `json:"paths,omitempty" jsonschema:"Files or directories to search. Default: the first workspace root."`
-	Regex           bool     `json:"regex,omitempty" jsonschema:"Treat query as an RE2 regular expression (Go syntax). Default false: a literal string."`
-	CaseInsensitive bool     `json:"case_insensitive,omitempty" jsonschema:"Match letters of either case. Default false."`
-	Include         string   `json:"include,omitempty" jsonschema:"Search only files matching this glob: without a slash it matches file names at any depth (*.go, *.{c,h}); with one, paths relative to the searched directory (src/**/*.ts)."`
-	Context         int      `json:"context,omitempty" jsonschema:"Lines of context to show before and after each match (0 to 50). Default 0."`
-	MaxResults      int      `json:"max_results,omitempty" jsonschema:"The most matching lines to show. Default 200."`
-	IncludeHidden   bool     `json:"include_hidden,omitempty" jsonschema:"Also search hidden files and directories (names starting with a dot). .git is never searched."`
+	Query           string      `json:"query" jsonschema:"The text to find: a literal string, or an RE2 regular expression when regex is true. It is matched within single lines."`
+	Paths           []string    `json:"paths,omitempty" jsonschema:"Files or directories to search. Default: the first workspace root."`
+	Regex           bool        `json:"regex,omitempty" jsonschema:"Treat query as an RE2 regular expression (Go syntax). Default false: a literal string."`
+	CaseInsensitive bool        `json:"case_insensitive,omitempty" jsonschema:"Match letters of either case. Default false."`
+	Include         string      `json:"include,omitempty" jsonschema:"Search only files matching this glob: without a slash it matches file names at any depth (*.go, *.{c,h}); with one, paths relative to the searched directory (src/**/*.ts)."`
+	Context         wholeNumber `json:"context,omitempty" jsonschema:"Lines of context to show before and after each match (0 to 50). Default 0."`
+	MaxResults      wholeNumber `json:"max_results,omitempty" jsonschema:"The most matching lines to show. Default 200, at most 10000."`
+	IncludeHidden   bool        `json:"include_hidden,omitempty" jsonschema:"Also search hidden files and directories (names starting with a dot). .git is never searched."`
 }
 
 var searchText = sdk.NewTool(sdk.Info{
@@ -46,6 +46,7 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 	if in.Context < 0 || in.Context > maxContext {
 		return "", fmt.Errorf("context must be between 0 and %d", maxContext)
 	}
+	around := int(in.Context)
 	m, err := newMatcher(in.Query, in.Regex, in.CaseInsensitive)
 	if err != nil {
 		return "", err
@@ -65,7 +66,7 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 		return "", err
 	}
 
-	s := &textSearch{m: m, include: include, context: in.Context, limit: limit, coll: newCollector(limit, in.Context, len(display) > 1)}
+	s := &textSearch{m: m, include: include, context: around, limit: limit, coll: newCollector(limit, around, len(display) > 1)}
 	defer s.release()
 	var notes []string
 	w := s.newWorker()
@@ -78,14 +79,16 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 			return "", err
 		}
 		if binary {
-			notes = append(notes, fmt.Sprintf("(skipped binary file %s)", p.Display()))
+			notes = append(notes, fmt.Sprintf("(skipped binary file %s)", textsafe.Name(p.Display())))
 		}
 	}
+	var report walkReport
 	if len(starts) > 0 {
-		if err := walk(ctx, starts, walkOptions{hidden: in.IncludeHidden}, s.newWorker, s.visit); err != nil {
-			if ctx.Err() != nil {
-				return "", stopped(ctx.Err())
-			}
+		report, err = walk(ctx, starts, walkOptions{hidden: in.IncludeHidden}, s.newWorker, s.visit)
+		if ctx.Err() != nil {
+			return "", stopped(ctx.Err())
+		}
+		if err != nil {
 			return "", err
 		}
 	}
@@ -93,20 +96,28 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 		return "", stopped(err)
 	}
 
-	results, shown, total := s.coll.result()
+	results, _, total := s.coll.result()
 	if n := s.unreadable.Load(); n > 0 {
 		notes = append(notes, fmt.Sprintf("(%d files could not be read)", n))
 	}
 	if n := s.tooLarge.Load(); n > 0 {
 		notes = append(notes, fmt.Sprintf("(%d files larger than %d MiB skipped)", n, maxFileSize>>20))
 	}
+	if n := s.noEnd.Load(); n > 0 {
+		notes = append(notes, fmt.Sprintf("(%d files of no stated size, such as those of /proc, skipped after %d MiB)", n, maxGeneratedSize>>20))
+	}
+	notes = append(notes, walkNotes(report, s.moved.Load(), "paths")...)
 	var sb strings.Builder
 	if total == 0 {
 		fmt.Fprintf(&sb, "No matches for %q in %s\n", in.Query, strings.Join(display, ", "))
 	} else {
-		formatMatches(&sb, results, in.Context > 0)
-		if total > shown {
-			sb.WriteString(moreNote(total-shown, limit, "matches"))
+		written := formatMatches(&sb, results, around > 0)
+		switch {
+		case written < min(limit, total):
+			// Cut for size, before max_results.
+			fmt.Fprintf(&sb, "... %d more matches not shown (the output stops after %d MiB: narrow the search)\n", total-written, maxOutputBytes>>20)
+		case total > written:
+			sb.WriteString(moreNote(total-written, limit, "matches"))
 			sb.WriteByte('\n')
 		}
 	}
@@ -130,19 +141,37 @@ func resolveSearchPaths(ws *workspace.Workspace, args []string) (starts []*walkS
 		}
 		info, err := p.Root.Stat(p.Rel)
 		if err != nil {
-			return nil, nil, nil, p.Err(err)
+			return nil, nil, nil, pathError(arg, err)
 		}
 		switch {
 		case info.IsDir():
-			starts = append(starts, &walkStart{ws: p.Root, rootPath: p.RootPath, rel: slashRel(p.Rel)})
+			starts = append(starts, &walkStart{ws: p.Root, rootPath: p.RootPath, rel: slashRel(p.Rel), arg: arg})
 		case info.Mode().IsRegular():
 			files = append(files, p)
 		default:
-			return nil, nil, nil, fmt.Errorf("%s is not a file or a directory", arg)
+			return nil, nil, nil, fmt.Errorf("%s is not a file or a directory", textsafe.Name(arg))
 		}
-		display = append(display, displayArg(p))
+		display = append(display, textsafe.Name(displayArg(p)))
 	}
 	return starts, files, display, nil
+}
+
+// walkNotes are the notes on what a search left out: moved counts the
+// paths that were not inside the roots after they were read (see place);
+// what names the argument that includes a kernel file system.
+func walkNotes(r walkReport, moved int64, what string) []string {
+	var notes []string
+	if moved > 0 {
+		notes = append(notes, fmt.Sprintf("(%d paths left out: they moved out of the workspace roots, or were removed, during the search)", moved))
+	}
+	if len(r.skipped) > 0 {
+		names := make([]string, len(r.skipped))
+		for i, s := range r.skipped {
+			names[i] = textsafe.Name(s)
+		}
+		notes = append(notes, fmt.Sprintf("(kernel file systems not searched: %s; name one in %s to search it)", strings.Join(names, ", "), what))
+	}
+	return notes
 }
 
 func stopped(err error) error {
@@ -199,15 +228,4 @@ func (f *includeFilter) match(e *entry) bool {
 		return doublestar.MatchUnvalidated(f.pattern, e.name)
 	}
 	return doublestar.MatchUnvalidated(f.pattern, e.baseRel())
-}
-
-// resultLimit is a max_results argument: 0 means def, negative is refused.
-func resultLimit(n, def int) (int, error) {
-	switch {
-	case n < 0:
-		return 0, errors.New("max_results must not be negative")
-	case n == 0:
-		return def, nil
-	}
-	return n, nil
 }

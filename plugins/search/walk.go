@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,13 +16,17 @@ import (
 // first directory through the workspace's os.Root, and everything below
 // by a single name relative to the open directory that holds it, refusing
 // symbolic links (a dirHandle: openat with O_NOFOLLOW on Linux, os.Root
-// elsewhere). So nothing it touches lies outside the workspace root,
-// whatever symbolic links or renames happen meanwhile, and it cannot loop.
-// A symbolic link to a file is read only through the workspace's os.Root,
-// which follows it only while it stays inside. The walk skips ".git",
-// hidden entries unless asked, and what the .gitignore and .ignore files
-// of the directories on the way (and above the start, up to the
-// workspace root) exclude.
+// elsewhere). So nothing it opens lies outside the workspace root,
+// whatever symbolic links happen meanwhile, and it cannot loop; what
+// another process moves out of the root while the walk holds it open is
+// checked after use (see place). A symbolic link to a file is read only
+// through the workspace's os.Root, which follows it only while it stays
+// inside. Every file is opened without blocking and read only if it is a
+// regular file. The walk skips ".git", hidden entries unless asked, what
+// the .gitignore, .ignore and .git/info/exclude files of the directories
+// on the way (and above the start, up to the workspace root) exclude,
+// and the kernel file systems mounted below the start (see
+// kernelFileSystems).
 
 // walkStart is a directory a walk starts in.
 type walkStart struct {
@@ -29,6 +34,19 @@ type walkStart struct {
 	rootPath string   // ws's path
 	rel      string   // the directory, slash-separated, relative to ws; "" for ws itself
 	baseRel  string   // the directory relative to the base that visitors match against; "" for the base
+	arg      string   // the directory as the call named it, for messages
+
+	// Set by walk:
+	place  place           // where ws is, to check what the walk reads
+	skip   map[string]bool // the mount points of kernel file systems below the start, relative to ws
+	kernel bool            // the start is in a kernel file system
+}
+
+// walkReport is what a walk left out.
+type walkReport struct {
+	// skipped are the mount points of kernel file systems that the walk
+	// did not descend into, as the tools report paths, sorted.
+	skipped []string
 }
 
 // walkOptions say what a walk skips and where it stops.
@@ -56,28 +74,24 @@ func (e *entry) rel() string { return joinRel(e.dir.rel, e.name) }
 // baseRel is the entry's path relative to the walk's base.
 func (e *entry) baseRel() string { return joinRel(e.dir.baseRel, e.name) }
 
-// read reads a file entry into buf (from buf[:0], growing it). A
-// symbolic link is followed only while it stays inside the workspace root
-// and names a regular file; a regular file is read from its directory.
-func (e *entry) read(buf []byte) ([]byte, error) {
+// open opens a file entry for reading. A regular file is opened in its
+// directory; a symbolic link is followed only while it stays inside the
+// workspace root, and only to a regular file.
+func (e *entry) open() (file, error) {
 	if e.typ&fs.ModeSymlink == 0 {
-		return e.dir.h.readFile(e.name, buf)
+		return e.dir.h.openFile(e.name)
 	}
 	ws := e.dir.start.ws
 	name := filepath.FromSlash(e.rel())
+	// Stat first: a device is not even opened.
 	info, err := ws.Stat(name)
 	if err != nil {
-		return buf[:0], err
+		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return buf[:0], errNotRegular
+		return nil, errNotRegular
 	}
-	f, err := ws.OpenFile(name, os.O_RDONLY|nonBlock, 0)
-	if err != nil {
-		return buf[:0], err
-	}
-	defer f.Close()
-	return readAll(f, buf[:0])
+	return openInRoot(ws, name)
 }
 
 func joinRel(dir, name string) string {
@@ -125,8 +139,9 @@ const filesPerTask = 64
 // walk visits the entries below the starts with a few goroutines, each
 // with its own state from newState. Visits run concurrently, in no
 // particular order. It returns ctx's error if ctx ended before the walk
-// did; the visits may then be incomplete.
-func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, newState func() S, visit func(S, *entry)) error {
+// did; the visits may then be incomplete. An error opening a start is in
+// the words of the tools, naming the start as the call did.
+func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, newState func() S, visit func(S, *entry)) (walkReport, error) {
 	w := &walker[S]{opts: opts, visit: visit}
 	w.cond = sync.NewCond(&w.mu)
 	stop := context.AfterFunc(ctx, func() {
@@ -138,15 +153,37 @@ func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, new
 	defer stop()
 
 	var handles []dirHandle
-	for _, s := range starts {
+	closeAll := func() {
+		for _, h := range handles {
+			h.close()
+		}
+	}
+	var mounts map[string]string
+	places := map[*os.Root]place{}
+	for i, s := range starts {
 		h, err := openStartDir(s.ws, filepath.FromSlash(nonEmpty(s.rel)), opts.portable)
 		if err != nil {
-			for _, h := range handles {
-				h.close()
-			}
-			return err
+			closeAll()
+			return walkReport{}, pathError(s.arg, err)
 		}
 		handles = append(handles, h)
+		if _, ok := places[s.ws]; !ok {
+			places[s.ws] = newPlace(s.ws)
+		}
+		s.place = places[s.ws]
+		if i == 0 {
+			mounts = currentMounts()
+		}
+		s.skip, s.kernel = nil, false
+		if dir, ok := h.realPath(); ok {
+			s.kernel = kernelFileSystems[fileSystemOf(mounts, dir)]
+			for _, rel := range kernelMountsBelow(mounts, dir) {
+				if s.skip == nil {
+					s.skip = map[string]bool{}
+				}
+				s.skip[joinRel(s.rel, rel)] = true
+			}
+		}
 	}
 	for i, s := range starts {
 		w.push(task{start: s, h: handles[i]})
@@ -157,7 +194,8 @@ func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, new
 		wg.Go(func() { w.work(newState()) })
 	}
 	wg.Wait()
-	return ctx.Err()
+	slices.SortFunc(w.skipped, comparePaths)
+	return walkReport{skipped: slices.Compact(w.skipped)}, ctx.Err()
 }
 
 // defaultWorkers is the walk's parallelism: a worker more than there are
@@ -181,7 +219,8 @@ type walker[S any] struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	tasks   []task
-	pending int // tasks queued or running
+	pending int      // tasks queued or running
+	skipped []string // see walkReport
 }
 
 func (w *walker[S]) push(t task) {
@@ -271,11 +310,11 @@ func (w *walker[S]) startIgnores(s *walkStart) *ignoreList {
 	}
 	for _, d := range dirs {
 		var contents [][]byte
-		if data, err := s.ws.ReadFile(filepath.Join(filepath.FromSlash(d), filepath.Join(gitExclude[:]...))); err == nil {
+		if data, err := readInRoot(s.ws, filepath.Join(filepath.FromSlash(d), filepath.Join(gitExclude[:]...))); err == nil {
 			contents = append(contents, data)
 		}
 		for _, name := range ignoreFileNames {
-			if data, err := s.ws.ReadFile(filepath.FromSlash(joinRel(d, name))); err == nil {
+			if data, err := readInRoot(s.ws, filepath.FromSlash(joinRel(d, name))); err == nil {
 				contents = append(contents, data)
 			}
 		}
@@ -298,7 +337,7 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 
 	var contents [][]byte
 	for _, e := range ents {
-		if e.Name() == gitExclude[0] && e.IsDir() {
+		if e.name == gitExclude[0] && e.typ.IsDir() {
 			if data, err := readBelow(h, gitExclude[:]); err == nil {
 				contents = append(contents, data)
 			}
@@ -307,8 +346,8 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 	}
 	for _, name := range ignoreFileNames {
 		for _, e := range ents {
-			if e.Name() == name && !e.IsDir() {
-				if data, err := h.readFile(name, nil); err == nil {
+			if e.name == name && !e.typ.IsDir() {
+				if data, err := readIn(h, name); err == nil {
 					contents = append(contents, data)
 				}
 				break
@@ -320,11 +359,11 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 	descend := w.opts.maxDepth == 0 || depth+1 < w.opts.maxDepth
 	var files []entry
 	for _, de := range ents {
-		name := de.Name()
+		name := de.name
 		if name == ".git" || (!w.opts.hidden && strings.HasPrefix(name, ".")) {
 			continue
 		}
-		typ := de.Type()
+		typ := de.typ
 		isDir := typ.IsDir()
 		if d.ignores != nil && d.ignores.ignored(joinRel(rel, name), name, isDir) {
 			continue
@@ -335,6 +374,10 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 			continue
 		}
 		w.visit(state, &e)
+		if start.skip != nil && start.skip[joinRel(rel, name)] {
+			w.skip(start, joinRel(rel, name))
+			continue
+		}
 		if descend {
 			d.acquire()
 			w.push(task{parent: d, name: name})
@@ -347,6 +390,23 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 		files = files[:n]
 	}
 	w.visitFiles(state, d, files)
+}
+
+// skip records a kernel file system's mount point not descended into.
+func (w *walker[S]) skip(start *walkStart, rel string) {
+	w.mu.Lock()
+	w.skipped = append(w.skipped, displayPath(start.rootPath, rel))
+	w.mu.Unlock()
+}
+
+// readIn reads the file name of directory h, for use after it is closed.
+func readIn(h dirHandle, name string) ([]byte, error) {
+	f, err := h.openFile(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	return readSmall(f)
 }
 
 func (w *walker[S]) visitFiles(state S, d *dirNode, files []entry) {

@@ -49,19 +49,23 @@ func TestWalkPortable(t *testing.T) {
 	run := func(opts walkOptions) []string {
 		var mu sync.Mutex
 		var seen []string
-		err := walk(t.Context(), []*walkStart{{ws: ws, rootPath: root}}, opts, func() *[]byte { return new([]byte) },
+		_, err := walk(t.Context(), []*walkStart{{ws: ws, rootPath: root}}, opts, func() *[]byte { return new([]byte) },
 			func(buf *[]byte, e *entry) {
 				desc := e.rel()
 				switch {
 				case e.typ.IsDir():
 					desc += "/"
 				default:
-					data, err := e.read(*buf)
-					*buf = data
+					var text string
+					f, err := e.open()
+					if err == nil {
+						*buf, err = readWith(f, *buf, func(content []byte) { text = string(content) })
+						f.close()
+					}
 					if err != nil {
 						desc += " (unread)"
 					} else {
-						desc += " " + strings.TrimSpace(string(data))
+						desc += " " + strings.TrimSpace(text)
 					}
 				}
 				mu.Lock()
