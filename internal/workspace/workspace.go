@@ -16,7 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -39,11 +41,14 @@ type Workspace struct {
 }
 
 type root struct {
-	path string
+	path string // as the host gave it, cleaned
+	real string // with its symbolic links resolved
 	os   *os.Root
 }
 
-// Open opens the roots, absolute directory paths.
+// Open opens the roots, absolute directory paths. A root given through a
+// symbolic link is opened at its real path, and both the path given and
+// the real one lead into it.
 func Open(paths []string) (*Workspace, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("the host set no workspace roots")
@@ -54,14 +59,31 @@ func Open(paths []string) (*Workspace, error) {
 			w.Close()
 			return nil, fmt.Errorf("workspace root %q is not an absolute path", p)
 		}
-		r, err := os.OpenRoot(p)
+		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			w.Close()
-			return nil, fmt.Errorf("workspace root %s: %w", p, errors.Unwrap(err))
+			return nil, fmt.Errorf("workspace root %s: %w", p, innermost(err))
 		}
-		w.roots = append(w.roots, &root{path: filepath.Clean(p), os: r})
+		r, err := os.OpenRoot(real)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace root %s: %w", p, innermost(err))
+		}
+		w.roots = append(w.roots, &root{path: filepath.Clean(p), real: filepath.Clean(real), os: r})
 	}
 	return w, nil
+}
+
+// innermost is the error an os operation wraps, without the operation's
+// name and path.
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
 
 // FromContext opens the roots of a call (sdk.Roots).
@@ -118,6 +140,12 @@ func (p Path) Join(name string) Path {
 
 // Resolve places a path given by the model in a root, or fails with an
 // error wrapping ErrOutside.
+//
+// The path is made absolute against the first root and cleaned. A path
+// under a root's path as given or under its real path is in that root;
+// where roots nest, the deepest holds it, compared by real paths. The
+// result's Abs is the root's path as given joined with Rel, so one place
+// always has one Abs.
 func (w *Workspace) Resolve(arg string) (Path, error) {
 	if arg == "" {
 		return Path{}, errors.New("path is empty")
@@ -130,26 +158,67 @@ func (w *Workspace) Resolve(arg string) (Path, error) {
 		abs = filepath.Join(w.roots[0].path, abs)
 	}
 	abs = filepath.Clean(abs)
+	real, ok := w.realPath(abs)
+	if !ok {
+		return Path{}, OutsideError(arg)
+	}
 	var best *root
 	var bestRel string
 	for _, r := range w.roots {
-		rel, err := filepath.Rel(r.path, abs)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			continue
-		}
-		if best == nil || len(r.path) > len(best.path) {
+		rel, ok := relWithin(r.real, real)
+		if ok && (best == nil || len(r.real) > len(best.real)) {
 			best, bestRel = r, rel
 		}
 	}
-	if best == nil {
-		return Path{}, OutsideError(arg)
-	}
-	return Path{Arg: arg, Abs: abs, Rel: bestRel, Root: best.os, RootPath: best.path}, nil
+	return Path{Arg: arg, Abs: filepath.Join(best.path, bestRel), Rel: bestRel, Root: best.os, RootPath: best.path}, nil
 }
 
-// Err rewrites an error of an os.Root operation on p: an escape becomes
-// the outside error, and the root-relative name in a PathError becomes
-// the path as the caller gave it.
+// realPath rewrites a clean absolute path under a root's path as given to
+// the same place under its real path (the longest match decides). It
+// reports false for a path under no root.
+func (w *Workspace) realPath(abs string) (string, bool) {
+	best, bestLen := "", -1
+	for _, r := range w.roots {
+		for _, alias := range []string{r.path, r.real} {
+			if rel, ok := relWithin(alias, abs); ok && len(alias) > bestLen {
+				best, bestLen = filepath.Join(r.real, rel), len(alias)
+			}
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// relWithin returns path relative to dir when path is dir or lies under
+// it; both are clean and absolute.
+func relWithin(dir, path string) (string, bool) {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return rel, true
+}
+
+// RootsWithin returns the roots, as the host gave them, that are p itself
+// or lie inside it: what removing or moving p would take away. A root
+// counts when its real path lies in p's real place, or the path it was
+// given by lies under p's path (it would no longer lead to it).
+func (w *Workspace) RootsWithin(p Path) []string {
+	var in []string
+	base, ok := w.realPath(p.Abs)
+	for _, r := range w.roots {
+		_, inReal := relWithin(base, r.real)
+		_, inGiven := relWithin(p.Abs, r.path)
+		if ok && inReal || inGiven {
+			in = append(in, r.path)
+		}
+	}
+	return in
+}
+
+// Err rewrites an error of an os.Root operation on p in the tool's
+// words: an escape becomes the outside error, and any other failure
+// "P: what went wrong", P the path as the caller gave it (quoted when it
+// holds control characters) and never the system call's name.
 func (p Path) Err(err error) error {
 	if err == nil {
 		return nil
@@ -157,17 +226,94 @@ func (p Path) Err(err error) error {
 	if IsEscape(err) {
 		return OutsideError(p.Arg)
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		switch {
-		case errors.Is(pe.Err, fs.ErrNotExist):
-			return fmt.Errorf("%s: no such file or directory", p.Arg)
-		case errors.Is(pe.Err, fs.ErrPermission):
-			return fmt.Errorf("%s: permission denied", p.Arg)
-		}
-		return fmt.Errorf("%s %s: %v", pe.Op, p.Arg, pe.Err)
+	if !isOSError(err) {
+		return err
 	}
-	return err
+	return &pathError{arg: p.Arg, err: err}
+}
+
+// pathError is an os error about the path arg, in the tool's words. It
+// unwraps to the os error, so errors.Is still finds the errno.
+type pathError struct {
+	arg string
+	err error
+}
+
+func (e *pathError) Error() string { return textsafe.Name(e.arg) + ": " + Reason(e.err) }
+func (e *pathError) Unwrap() error { return e.err }
+
+// isOSError reports whether err is an error of an os operation: one that
+// names an operation and a path that the caller must not see.
+func isOSError(err error) bool {
+	var pe *fs.PathError
+	var le *os.LinkError
+	var se *os.SyscallError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &errno)
+}
+
+// Reason says what went wrong in an os error, without the operation's
+// name or its path: "no such file or directory", "permission denied",
+// "too many levels of symbolic links", ...
+func Reason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if text, ok := errnoText[errno]; ok {
+			return text
+		}
+		return errno.Error()
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errnoText[syscall.ENOENT]
+	case errors.Is(err, fs.ErrPermission):
+		return errnoText[syscall.EACCES]
+	case errors.Is(err, fs.ErrExist):
+		return errnoText[syscall.EEXIST]
+	}
+	for {
+		var pe *fs.PathError
+		var le *os.LinkError
+		var se *os.SyscallError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		case errors.As(err, &se):
+			err = se.Err
+		default:
+			return err.Error()
+		}
+	}
+}
+
+// errnoText words the errors a file tool meets.
+var errnoText = map[syscall.Errno]string{
+	syscall.ENOENT:       "no such file or directory",
+	syscall.EACCES:       "permission denied",
+	syscall.EPERM:        "operation not permitted",
+	syscall.ELOOP:        "too many levels of symbolic links",
+	syscall.ENOTDIR:      "not a directory",
+	syscall.ENAMETOOLONG: "file name too long (a name has at most 255 bytes)",
+	syscall.ENOSPC:       "no space left on the device",
+	syscall.EDQUOT:       "disk quota exceeded",
+	syscall.EROFS:        "read-only file system",
+	syscall.EISDIR:       "is a directory",
+	syscall.EXDEV:        "on a different file system",
+	syscall.EEXIST:       "already exists",
+	syscall.ENOTEMPTY:    "directory not empty",
+	syscall.EBUSY:        "in use",
+	syscall.ETXTBSY:      "the file of a running program",
+	syscall.EIO:          "input/output error",
+	syscall.EFBIG:        "file too large",
+	syscall.EMLINK:       "too many links",
+	syscall.EINVAL:       "invalid argument",
+	syscall.EMFILE:       "too many open files",
+	syscall.ENFILE:       "too many open files in the system",
+	syscall.EAGAIN:       "resource temporarily unavailable",
+	syscall.ENXIO:        "no such device or address",
+	syscall.ENODEV:       "no such device",
 }
 
 // IsEscape reports whether err is os.Root refusing a path that leaves the
