@@ -56,6 +56,9 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 	if err != nil {
 		return nil, regexError(query, err)
 	}
+	if isRegex && matchesNewline(parsed) {
+		return nil, fmt.Errorf(`invalid regex %q: a line break (\n) is not allowed: search_text matches one line at a time`, query)
+	}
 	re, err := regexp.Compile(prefix + expr)
 	if err != nil {
 		return nil, fmt.Errorf("invalid regex %q: %v", query, err)
@@ -77,6 +80,26 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 		m.slow = re
 	}
 	return m, nil
+}
+
+// matchesNewline reports whether re requires a line break somewhere: a
+// literal "\n", or a class of it alone. A line never holds one, so such
+// a regex could only match across lines, which search_text does not do.
+// Classes that hold more than the line break (\s, [^a]) stay: within a
+// line they match the rest.
+func matchesNewline(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return slices.Contains(re.Rune, '\n')
+	case syntax.OpCharClass:
+		return len(re.Rune) == 2 && re.Rune[0] == '\n' && re.Rune[1] == '\n'
+	}
+	for _, sub := range re.Sub {
+		if matchesNewline(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // rareEnough is the most common byte (by byteRank) that is worth looking

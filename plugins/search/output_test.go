@@ -11,9 +11,10 @@ import (
 	"github.com/agenthost/agenthost/internal/workspace"
 )
 
-// TestPluginNumbersAreBounded: numeric arguments of any size are clamped
-// or refused with a message, through the whole call path; none overflows.
-func TestPluginNumbersAreBounded(t *testing.T) {
+// TestPluginArgumentsAreChecked: numeric arguments of any size are
+// clamped or refused with a message, through the whole call path (none
+// overflows), and a regex that needs a line break is refused.
+func TestPluginArgumentsAreChecked(t *testing.T) {
 	t.Parallel()
 	root := writeTree(t, map[string]string{"a.txt": "x1\nx2\n", "b.txt": "x3\n"})
 	p := startPlugin(t, root)
@@ -31,6 +32,7 @@ func TestPluginNumbersAreBounded(t *testing.T) {
 		"files beyond int64":   {"search_files", `{"pattern":"*.txt","max_results":1e300}`, lines("a.txt", "b.txt")},
 		"files huge negative":  {"search_files", `{"pattern":"*.txt","max_results":-9223372036854775809}`, "Error executing search_files: max_results must not be negative"},
 		"files one of several": {"search_files", `{"pattern":"*.txt","max_results":1}`, lines("a.txt", "... and 1 more (max_results 1)")},
+		"regex across lines":   {"search_text", `{"query":"x1\\nx2","regex":true}`, `Error executing search_text: invalid regex "x1\\nx2": a line break (\n) is not allowed: search_text matches one line at a time`},
 	}
 	for name, tc := range tests {
 		if got := p.callRaw(tc.tool, tc.args); got != tc.want {

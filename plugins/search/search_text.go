@@ -19,7 +19,7 @@ const (
 )
 
 type searchTextInput struct {
-	Query           string      `json:"query" jsonschema:"The text to find: a literal string, or an RE2 regular expression when regex is true. It is matched within single lines."`
+	Query           string      `json:"query" jsonschema:"The text to find: a literal string, or an RE2 regular expression when regex is true. It is matched within single lines, so it cannot hold a line break (\\n)."`
 	Paths           []string    `json:"paths,omitempty" jsonschema:"Files or directories to search. Default: the first workspace root."`
 	Regex           bool        `json:"regex,omitempty" jsonschema:"Treat query as an RE2 regular expression (Go syntax). Default false: a literal string."`
 	CaseInsensitive bool        `json:"case_insensitive,omitempty" jsonschema:"Match letters of either case. Default false."`

@@ -47,6 +47,21 @@ func TestSearchText(t *testing.T) {
 			map[string]any{"query": `foo\s+bar`, "regex": true},
 			"a.txt:3:foo bar",
 		},
+		"negated class stays in the line": {
+			map[string]string{"a.txt": "foo\nbar\nfooxbar\n"},
+			map[string]any{"query": `foo[^y]bar`, "regex": true},
+			"a.txt:3:fooxbar",
+		},
+		"dot-all stays in the line": {
+			map[string]string{"a.txt": "foo\nbar\nfoo-bar\n"},
+			map[string]any{"query": `(?s)foo.bar`, "regex": true},
+			"a.txt:3:foo-bar",
+		},
+		"class with a line break and more": {
+			map[string]string{"a.txt": "a\nb\na b\n"},
+			map[string]any{"query": `a[\n ]b`, "regex": true},
+			"a.txt:3:a b",
+		},
 		"regex matching empty": {
 			map[string]string{"a.txt": "a\n\nb\n"},
 			map[string]any{"query": `^$`, "regex": true},
@@ -332,6 +347,10 @@ func TestSearchTextErrors(t *testing.T) {
 		"trailing backslash":  {map[string]any{"query": `ab\`, "regex": true}, `invalid regex "ab\\": trailing backslash at end of expression: at position 2`},
 		"missing argument":    {map[string]any{"query": `*a`, "regex": true}, "invalid regex \"*a\": missing argument to repetition operator: `*` at position 0"},
 		"empty query":         {map[string]any{"query": ""}, "query is empty"},
+		"regex line break":    {map[string]any{"query": `foo\nbar`, "regex": true}, `invalid regex "foo\\nbar": a line break (\n) is not allowed: search_text matches one line at a time`},
+		"optional line break": {map[string]any{"query": `a\n?b`, "regex": true}, `invalid regex "a\\n?b": a line break (\n) is not allowed: search_text matches one line at a time`},
+		"line break by code":  {map[string]any{"query": `a\x0ab`, "regex": true}, `invalid regex "a\\x0ab": a line break (\n) is not allowed: search_text matches one line at a time`},
+		"line break class":    {map[string]any{"query": `a[\n]b`, "regex": true}, `invalid regex "a[\\n]b": a line break (\n) is not allowed: search_text matches one line at a time`},
 		"line break":          {map[string]any{"query": "a\nb"}, "query contains a line break: search_text matches one line at a time"},
 		"negative max":        {map[string]any{"query": "x", "max_results": -1}, "max_results must not be negative"},
 		"context too large":   {map[string]any{"query": "x", "context": 51}, "context must be between 0 and 50"},
