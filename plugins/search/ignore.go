@@ -28,7 +28,7 @@ type ignoreRule struct {
 // goroutines.
 type ignoreList struct {
 	dir    string // slash-separated, relative to the workspace root; "" for the root
-	rules  []ignoreRule
+	m      *ignoreMatcher
 	parent *ignoreList
 }
 
@@ -42,7 +42,7 @@ func (l *ignoreList) withRules(dir string, contents ...[]byte) *ignoreList {
 	if len(rules) == 0 {
 		return l
 	}
-	return &ignoreList{dir: dir, rules: rules, parent: l}
+	return &ignoreList{dir: dir, m: compileIgnore(rules), parent: l}
 }
 
 // ignored reports whether the entry at rel (slash-separated, relative to
@@ -57,18 +57,8 @@ func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
 			}
 			sub = rel[len(l.dir)+1:]
 		}
-		for i := len(l.rules) - 1; i >= 0; i-- {
-			r := &l.rules[i]
-			if r.dirOnly && !isDir {
-				continue
-			}
-			subject := name
-			if r.anchored {
-				subject = sub
-			}
-			if wildmatch(r.pattern, subject) {
-				return !r.negate
-			}
+		if i := l.m.last(sub, name, isDir); i >= 0 {
+			return !l.m.rules[i].negate
 		}
 	}
 	return false
@@ -77,13 +67,10 @@ func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
 // parseIgnore parses the lines of a .gitignore file.
 func parseIgnore(content []byte) []ignoreRule {
 	var rules []ignoreRule
-	for len(content) > 0 {
-		var line string
-		if i := strings.IndexByte(string(content), '\n'); i >= 0 {
-			line, content = string(content[:i]), content[i+1:]
-		} else {
-			line, content = string(content), nil
-		}
+	text := string(content)
+	for len(text) > 0 {
+		line, rest, _ := strings.Cut(text, "\n")
+		text = rest
 		if r, ok := parseIgnoreLine(line); ok {
 			rules = append(rules, r)
 		}
