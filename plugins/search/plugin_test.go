@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	// The plugins run with host.NoCache: no description cache to isolate.
 	code := m.Run()
 	plugintest.Cleanup()
+	if fuzzTreeDir != "" {
+		os.RemoveAll(fuzzTreeDir)
+	}
 	os.Exit(code)
 }
 
