@@ -251,10 +251,17 @@ func (d rootDir) close() error { return d.root.Close() }
 const nonBlock = syscall.O_NONBLOCK
 
 // openInRoot opens the regular file at name (a path in root's form,
-// followed through symbolic links only while they stay inside root)
-// without blocking, and checks its type before anything reads it: a read
-// from a FIFO or a device opened that way could still wait forever.
+// followed through symbolic links only while they stay inside root). It
+// opens nothing that a stat does not call a regular file (opening some
+// devices does something), opens without blocking, and checks the type
+// again on what it opened: a read from a FIFO or a device swapped in
+// meanwhile could still wait forever.
 func openInRoot(root *os.Root, name string) (file, error) {
+	if fi, err := root.Stat(name); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
 	f, err := root.OpenFile(name, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
 		return nil, err

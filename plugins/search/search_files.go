@@ -29,7 +29,7 @@ var searchFiles = sdk.NewTool(sdk.Info{
 	Name: "search_files",
 	Description: "Find files and directories whose paths match a glob (doublestar syntax: **/*.go, {a,b}/*.txt). " +
 		"Answers with the matching paths, sorted, one per line, directories with a trailing /. " +
-		"Skips .git, hidden entries (unless include_hidden) and what .gitignore, .ignore or .git/info/exclude files exclude; symbolic links are listed but never followed.",
+		"Skips .git, hidden entries (unless include_hidden) and what .gitignore, .ignore or .git/info/exclude files exclude, and does not descend into kernel file systems such as /proc mounted below path; symbolic links are listed but never followed.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
 }, runSearchFiles)
 

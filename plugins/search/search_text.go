@@ -33,7 +33,7 @@ var searchText = sdk.NewTool(sdk.Info{
 	Name: "search_text",
 	Description: "Search file contents for a literal string or a regular expression, like ripgrep. " +
 		"Answers with matching lines as path:line:text, sorted by path and line (context lines as path-line-text, groups separated by --). " +
-		"Directories are searched recursively, skipping binary files, .git, hidden files (unless include_hidden) and files that .gitignore, .ignore or .git/info/exclude files exclude; " +
+		"Directories are searched recursively, skipping binary files, .git, hidden files (unless include_hidden), files that .gitignore, .ignore or .git/info/exclude files exclude, and kernel file systems such as /proc mounted below the searched directory; " +
 		"symbolic links to directories are not followed. Long lines are cut at 500 characters.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
 }, runSearchText)
