@@ -57,22 +57,29 @@ func TestLock(t *testing.T) {
 		t.Fatalf("a second Lock while the first is held = %v, want it to wait until its deadline", err)
 	}
 
-	// Replace the file while the first lock is held: a new Lock takes the
-	// new file's lock at once.
+	// A writer waiting while the file is replaced locks the new file.
+	got := make(chan *Locked)
+	go func() {
+		l, err := Lock(t.Context(), root, "f")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
 	mustWriteFile(t, filepath.Join(dir, "g"), "two")
 	if err := os.Rename(filepath.Join(dir, "g"), path); err != nil {
 		t.Fatal(err)
 	}
-	second, err := Lock(t.Context(), root, "f")
-	if err != nil {
-		t.Fatalf("Lock of the replaced file: %v", err)
+	first.Unlock()
+	second := <-got
+	if second == nil {
+		t.FailNow()
 	}
 	info, _ := second.Info()
 	if got := info.Sys().(*syscall.Stat_t).Ino; got != inode(t, path) {
 		t.Errorf("the lock is on inode %d, the path names %d", got, inode(t, path))
 	}
 	second.Unlock()
-	first.Unlock()
 
 	if _, err := Lock(t.Context(), root, "missing"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Lock of a missing file = %v, want ErrNotExist", err)

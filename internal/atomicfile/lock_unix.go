@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,14 +28,15 @@ var (
 // about to replace. Unlock it when done.
 type Locked struct {
 	f    *os.File
+	turn *turn       // this process's turn on the file
 	st   unix.Stat_t // when locked, or when read
 	data []byte      // what Read returned
 	read bool
 }
 
 // maxLockTries bounds how often Lock starts again because the file it
-// locked was replaced meanwhile.
-const maxLockTries = 100
+// locked was replaced meanwhile, each time by a writer that went first.
+const maxLockTries = 1000
 
 // Lock opens the file name in root and takes its exclusive advisory lock
 // (flock), waiting for the writer that holds it until ctx ends. A
@@ -45,31 +48,59 @@ const maxLockTries = 100
 // The file is opened read-only and without blocking, so a FIFO cannot
 // hang the call; callers check its type with Info.
 func Lock(ctx context.Context, root *os.Root, name string) (*Locked, error) {
+	// Writers in this process queue here, before they open the file, so
+	// that each opens the file its predecessor left; the first in line
+	// then takes the flock, which other processes hold in turn.
+	t, err := takeTurn(ctx, filepath.Join(root.Name(), name))
+	if err != nil {
+		return nil, err
+	}
 	for range maxLockTries {
-		f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		l, err := lockOnce(ctx, root, name)
 		if err != nil {
+			t.done()
 			return nil, err
 		}
-		if err := flock(ctx, f); err != nil {
-			f.Close()
-			return nil, err
-		}
-		l := &Locked{f: f}
-		if err := unix.Fstat(int(f.Fd()), &l.st); err != nil {
-			f.Close()
-			return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
-		}
-		info, err := root.Lstat(name)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			f.Close()
-			return nil, err
-		}
-		if err == nil && sameInode(info, &l.st) {
+		if l != nil {
+			l.turn = t
 			return l, nil
 		}
-		f.Close() // replaced or removed since it was opened: again
+		// Replaced since it was opened, by a writer of another process
+		// that went first: again, on the file the path names now.
 	}
+	t.done()
 	return nil, fmt.Errorf("%w: it kept being replaced while it was locked", ErrChanged)
+}
+
+// lockOnce opens name and takes its flock. It returns nil, nil when name
+// no longer names the file locked.
+func lockOnce(ctx context.Context, root *os.Root, name string) (*Locked, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	l := &Locked{f: f}
+	if err := unix.Fstat(int(f.Fd()), &l.st); err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if err := flock(ctx, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	info, err := root.Lstat(name)
+	switch {
+	case err == nil && sameInode(info, &l.st):
+		return l, nil
+	case err == nil && info.Mode()&fs.ModeSymlink != 0:
+		f.Close()
+		return nil, fmt.Errorf("%w: it became a symbolic link", ErrChanged)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	return nil, nil
 }
 
 // flock takes f's exclusive lock, polling so that ctx can end the wait.
@@ -126,7 +157,60 @@ func (l *Locked) Unlock() error {
 	}
 	err := l.f.Close() // closing the last descriptor releases the flock
 	l.f = nil
+	l.turn.done()
 	return err
+}
+
+// turn is the queue of this process's writers of one file: a token that
+// one holds at a time.
+type turn struct {
+	key   string
+	token chan struct{}
+	users int // guarded by turnsMu
+}
+
+var (
+	turnsMu sync.Mutex
+	turns   = map[string]*turn{}
+)
+
+// takeTurn waits until no other writer of this process holds the path
+// key, or ctx ends. The queue is per path, not per file: a writer that
+// waited while the file was replaced then locks the new one.
+func takeTurn(ctx context.Context, key string) (*turn, error) {
+	turnsMu.Lock()
+	t := turns[key]
+	if t == nil {
+		t = &turn{key: key, token: make(chan struct{}, 1)}
+		turns[key] = t
+	}
+	t.users++
+	turnsMu.Unlock()
+	select {
+	case t.token <- struct{}{}:
+		return t, nil
+	case <-ctx.Done():
+		t.leave()
+		return nil, ctx.Err()
+	}
+}
+
+// done ends the holder's turn.
+func (t *turn) done() {
+	if t == nil {
+		return
+	}
+	<-t.token
+	t.leave()
+}
+
+// leave forgets a writer; the last one removes the queue.
+func (t *turn) leave() {
+	turnsMu.Lock()
+	defer turnsMu.Unlock()
+	if t.users--; t.users == 0 {
+		delete(turns, t.key)
+	}
 }
 
 func (l *Locked) isDir() bool   { return l.st.Mode&unix.S_IFMT == unix.S_IFDIR }

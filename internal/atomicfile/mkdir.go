@@ -50,14 +50,15 @@ func MkdirAll(root *os.Root, dir string, perm fs.FileMode) (undo func(), err err
 }
 
 // sweepKey identifies the directory dir of root for Sweep's once per
-// directory rule, "" when it cannot be read.
+// directory rule, by file and path (an inode is reused once its directory
+// is removed), "" when it cannot be read.
 func sweepKey(root *os.Root, dir string) string {
 	info, err := root.Stat(dir)
 	if err != nil {
 		return ""
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+		return fmt.Sprintf("%d:%d:%s", st.Dev, st.Ino, filepath.Join(root.Name(), dir))
 	}
 	return ""
 }
