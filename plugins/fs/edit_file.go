@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -24,7 +25,7 @@ type editFileInput struct {
 	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"Replace every occurrence of old_string. Default false."`
 }
 
-var editFile = sdk.NewTool(sdk.Info{
+var editFile = checked(sdk.NewTool(sdk.Info{
 	Name: "edit_file",
 	Description: "Edit a text file by exact string replacement: old_string is replaced by new_string. old_string must occur exactly once unless replace_all is true; " +
 		"when it is not found the answer shows the most similar lines, and when it occurs more than once the answer gives the line numbers. " +
@@ -41,24 +42,20 @@ var editFile = sdk.NewTool(sdk.Info{
 	if err != nil {
 		return "", err
 	}
-	f, size, err := openRegular(p)
+	lk, err := lockRegular(ctx, p)
 	if err != nil {
 		return "", err
 	}
-	if size > maxEditFile {
-		f.Close()
-		return "", fmt.Errorf("%s is %d bytes: edit_file edits files up to %d bytes (10 MiB); use write_file", p.Arg, size, maxEditFile)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEditFile+1))
-	f.Close()
+	defer lk.Unlock()
+	data, err := lk.Read(maxEditFile)
 	if err != nil {
 		return "", pathErr(p, err)
 	}
 	if len(data) > maxEditFile {
-		return "", fmt.Errorf("%s grew past 10 MiB while it was read; use write_file", p.Arg)
+		return "", fmt.Errorf("%s is %d bytes or more: edit_file edits files up to %d bytes (10 MiB); use write_file", textsafe.Name(p.Arg), len(data), maxEditFile)
 	}
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
-		return "", fmt.Errorf("%s is not utf-8 text (%d bytes): edit_file edits text files", p.Arg, len(data))
+		return "", fmt.Errorf("%s is not utf-8 text (%d bytes): edit_file edits text files", textsafe.Name(p.Arg), len(data))
 	}
 	before := string(data)
 	oldS, newS := in.OldString, in.NewString
@@ -69,22 +66,49 @@ var editFile = sdk.NewTool(sdk.Info{
 	at := occurrences(before, oldS)
 	switch {
 	case len(at) == 0:
-		return "", notFoundError(p.Arg, before, oldS)
+		return "", notFoundError(textsafe.Name(p.Arg), before, oldS)
 	case len(at) > 1 && !in.ReplaceAll:
 		return "", fmt.Errorf("old_string occurs %d times in %s, at lines %s: include more surrounding lines in old_string to pick one, or set replace_all to true to replace them all",
 			len(at), p.Arg, lineList(before, at))
 	}
 	after, spans := replaceAt(before, oldS, newS, at)
-	if err := atomicfile.WriteIn(p.Root, p.Rel, []byte(after), 0o644); err != nil {
-		return "", pathErr(p, err)
+	res, err := atomicfile.WriteFile(ctx, p.Root, p.Rel, []byte(after), atomicfile.Options{Base: lk})
+	if err != nil {
+		return "", writeErr(p, err)
 	}
 	noun := "replacement"
 	if len(at) > 1 {
 		noun = "replacements"
 	}
-	name := given.Display()
-	return fmt.Sprintf("Edited %s: %d %s\n%s", name, len(at), noun, unifiedDiff(name, before, after, spans)), nil
-}))
+	name := textsafe.Name(given.Display())
+	return fmt.Sprintf("Edited %s: %d %s%s\n%s", name, len(at), noun, linksNote(res), unifiedDiff(name, before, after, spans)), nil
+})))
+
+// lockRegular takes the edit lock of the regular file at p (see
+// atomicfile.Lock), with errors that say plainly what is wrong.
+func lockRegular(ctx context.Context, p workspace.Path) (*atomicfile.Locked, error) {
+	lk, err := atomicfile.Lock(ctx, p.Root, p.Rel)
+	if errors.Is(err, fs.ErrNotExist) && !workspace.IsEscape(err) {
+		return nil, fmt.Errorf("file not found: %s", textsafe.Name(p.Arg))
+	}
+	if err != nil {
+		return nil, writeErr(p, err)
+	}
+	info, err := lk.Info()
+	if err != nil {
+		lk.Unlock()
+		return nil, pathErr(p, err)
+	}
+	switch {
+	case info.IsDir():
+		lk.Unlock()
+		return nil, fmt.Errorf("%s is a directory, not a file", textsafe.Name(p.Arg))
+	case !info.Mode().IsRegular():
+		lk.Unlock()
+		return nil, fmt.Errorf("%s is a %s, not a regular file", textsafe.Name(p.Arg), kindOf(info.Mode()))
+	}
+	return lk, nil
+}
 
 // occurrences returns the offsets of the non-overlapping occurrences of s
 // in text, left to right, as strings.Replace would replace them.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -27,7 +28,7 @@ type listDirInput struct {
 	MaxEntries    int    `json:"max_entries,omitempty" jsonschema:"Most entries to show. Default 500."`
 }
 
-var listDir = sdk.NewTool(sdk.Info{
+var listDir = checked(sdk.NewTool(sdk.Info{
 	Name: "list_dir",
 	Description: "List a directory: entries sorted by name, one per line, directories with a trailing /, files with their size (bytes below 1 KiB, then KiB, MiB, ...), symbolic links as name -> target (never followed). " +
 		"One level by default; depth up to 5 shows an indented tree. Hidden entries only with include_hidden. At most 500 entries unless max_entries says otherwise.",
@@ -60,7 +61,7 @@ var listDir = sdk.NewTool(sdk.Info{
 		return "", pathErr(p, err)
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", p.Arg)
+		return "", fmt.Errorf("%s is not a directory", textsafe.Name(p.Arg))
 	}
 	l := &lister{ctx: ctx, p: p, hidden: in.IncludeHidden, depth: depth, limit: limit}
 	if err := l.list(p.Rel, 0); err != nil {
@@ -70,17 +71,17 @@ var listDir = sdk.NewTool(sdk.Info{
 		switch l.skipped {
 		case 0:
 		case 1:
-			return fmt.Sprintf("%s is empty apart from 1 hidden entry (set include_hidden to list it)", given.Display()), nil
+			return fmt.Sprintf("%s is empty apart from 1 hidden entry (set include_hidden to list it)", textsafe.Name(given.Display())), nil
 		default:
-			return fmt.Sprintf("%s is empty apart from %d hidden entries (set include_hidden to list them)", given.Display(), l.skipped), nil
+			return fmt.Sprintf("%s is empty apart from %d hidden entries (set include_hidden to list them)", textsafe.Name(given.Display()), l.skipped), nil
 		}
-		return fmt.Sprintf("%s is empty", given.Display()), nil
+		return fmt.Sprintf("%s is empty", textsafe.Name(given.Display())), nil
 	}
 	if l.more > 0 {
 		fmt.Fprintf(&l.out, "... and %d more\n", l.more)
 	}
 	return l.out.String(), nil
-}))
+})))
 
 // lister walks a directory through its root, depth first, in name order.
 type lister struct {
@@ -127,22 +128,23 @@ func (l *lister) list(rel string, level int) error {
 		}
 		var line string
 		descend := false
+		shown := textsafe.Name(name)
 		switch {
 		case err != nil:
-			line = fmt.Sprintf("%s [%v]", name, pathErr(l.at(child), err))
+			line = fmt.Sprintf("%s [%s]", shown, workspace.Reason(err))
 		case info.Mode()&fs.ModeSymlink != 0:
 			target, err := l.p.Root.Readlink(child)
 			if err != nil {
 				target = "?"
 			}
-			line = name + " -> " + target
+			line = shown + " -> " + textsafe.Name(target)
 		case info.IsDir():
-			line = name + "/"
+			line = shown + "/"
 			descend = level+1 < l.depth
 		case info.Mode().IsRegular():
-			line = fmt.Sprintf("%s (%s)", name, formatSize(info.Size()))
+			line = fmt.Sprintf("%s (%s)", shown, formatSize(info.Size()))
 		default:
-			line = fmt.Sprintf("%s [%s]", name, kindOf(info.Mode()))
+			line = fmt.Sprintf("%s [%s]", shown, kindOf(info.Mode()))
 		}
 		if l.shown < l.limit {
 			l.out.WriteString(indent + line + "\n")

@@ -9,8 +9,21 @@
 // link after the check. A refused path is the error
 // `path "P" is outside the workspace roots`. A root of / opts out.
 //
-// Errors name a path as the model gave it; answers name it relative to
-// its root. The limits:
+// Errors name a path as the model gave it, and say what was wrong in the
+// tool's words, never Go's; answers name it relative to its root. A name
+// holding control characters, bidirectional marks or bytes that are not
+// UTF-8 is printed Go-quoted (textsafe.Name), so it cannot forge lines.
+// Arguments whose text is not UTF-8, or whose numbers no int64 holds, are
+// refused before they are decoded.
+//
+// Writes (write_file, edit_file) replace a file atomically through
+// atomicfile: writers of one file take turns under an advisory lock,
+// across processes; an edit applies to the content it read, or fails
+// saying that the file changed under it. A replaced file keeps its mode,
+// owner, group and extended attributes; its other hard links keep the old
+// content, and the answer says so. Temporary files are named
+// .agenthost-*.tmp, removed when a call fails or is cancelled, and swept
+// when the process that made them is gone. The limits:
 //   - read_file returns at most 256 KiB of text per call, cut at a line
 //     boundary with a note giving the offset to read on from; base64
 //     reads files up to 10 MiB and refuses larger ones.
@@ -21,8 +34,11 @@
 //   - move never replaces an existing destination without overwrite,
 //     using renameat2(RENAME_NOREPLACE) on Linux (link and unlink for
 //     files where a file system lacks it); across file systems it copies
-//     to a temporary name beside the destination, renames that into place
-//     the same way, and removes the source.
+//     to a temporary name beside the destination, syncs the copy, renames
+//     it into place the same way, and only then removes the source. Until
+//     that rename a cancelled or failed move removes its copy and leaves
+//     the source alone. A move or remove of a directory holding a
+//     workspace root is refused.
 package main
 
 import "github.com/agenthost/agenthost/sdk"

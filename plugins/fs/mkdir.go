@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -14,7 +16,7 @@ type mkdirInput struct {
 	Path string `json:"path" jsonschema:"Path of the directory to create. Missing parent directories are created too."`
 }
 
-var mkdir = sdk.NewTool(sdk.Info{
+var mkdir = checked(sdk.NewTool(sdk.Info{
 	Name:        "mkdir",
 	Description: "Create a directory and any missing parents, like mkdir -p. A directory that already exists is not an error.",
 	Annotations: sdk.Annotations{Idempotent: true},
@@ -26,14 +28,14 @@ var mkdir = sdk.NewTool(sdk.Info{
 	info, err := p.Root.Lstat(p.Rel)
 	switch {
 	case err == nil && info.IsDir():
-		return fmt.Sprintf("Directory %s already exists", given.Display()), nil
+		return fmt.Sprintf("Directory %s already exists", textsafe.Name(given.Display())), nil
 	case err == nil:
-		return "", fmt.Errorf("%s already exists and is not a directory", p.Arg)
+		return "", fmt.Errorf("%s already exists and is not a directory", textsafe.Name(p.Arg))
 	case !errors.Is(err, fs.ErrNotExist) || workspace.IsEscape(err):
 		return "", pathErr(p, err)
 	}
-	if err := p.Root.MkdirAll(p.Rel, 0o755); err != nil {
+	if _, err := atomicfile.MkdirAll(p.Root, p.Rel, 0o755); err != nil {
 		return "", pathErr(p, err)
 	}
-	return fmt.Sprintf("Created directory %s", given.Display()), nil
-}))
+	return fmt.Sprintf("Created directory %s", textsafe.Name(given.Display())), nil
+})))

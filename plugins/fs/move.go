@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 
+	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -22,10 +22,10 @@ type moveInput struct {
 	Overwrite   bool   `json:"overwrite,omitempty" jsonschema:"Replace an existing destination. Default false: an existing destination is an error."`
 }
 
-var move = sdk.NewTool(sdk.Info{
+var move = checked(sdk.NewTool(sdk.Info{
 	Name: "move",
 	Description: "Move or rename a file, directory or symbolic link (a link is moved itself, not what it points to). Missing parent directories of the destination are created. " +
-		"An existing destination is never replaced unless overwrite is true. Moves across file systems copy and then remove the source.",
+		"An existing destination is never replaced unless overwrite is true. Moves across file systems copy and then remove the source; a move that fails or times out leaves the source as it was.",
 	Annotations: sdk.Annotations{Destructive: true},
 }, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in moveInput) (string, error) {
 	givenSrc, src, err := resolve(w, in.Source, false)
@@ -37,25 +37,33 @@ var move = sdk.NewTool(sdk.Info{
 		return "", err
 	}
 	if givenSrc.IsRoot() || src.IsRoot() {
-		return "", fmt.Errorf("refusing to move the workspace root %s", in.Source)
+		return "", fmt.Errorf("refusing to move the workspace root %s", textsafe.Name(in.Source))
 	}
 	if givenDst.IsRoot() || dst.IsRoot() {
-		return "", fmt.Errorf("refusing to replace the workspace root %s", in.Destination)
+		return "", fmt.Errorf("refusing to replace the workspace root %s", textsafe.Name(in.Destination))
+	}
+	for _, p := range []workspace.Path{givenSrc, src} {
+		if held := w.RootsWithin(p); len(held) > 0 {
+			return "", fmt.Errorf("refusing to move %s: it holds the workspace root %s", textsafe.Name(in.Source), textsafe.Name(held[0]))
+		}
 	}
 	info, err := src.Root.Lstat(src.Rel)
 	if err != nil {
 		return "", pathErr(src, err)
 	}
 	if sameFile(src, dst) {
-		return "", fmt.Errorf("source and destination are the same path: %s", givenSrc.Display())
+		return "", fmt.Errorf("source and destination are the same path: %s", textsafe.Name(givenSrc.Display()))
 	}
 	if info.IsDir() && within(dst, src) {
-		return "", fmt.Errorf("cannot move %s into itself (%s)", in.Source, in.Destination)
+		return "", fmt.Errorf("cannot move %s into itself (%s)", textsafe.Name(in.Source), textsafe.Name(in.Destination))
 	}
-	if err := dst.Root.MkdirAll(filepath.Dir(dst.Rel), 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) && !workspace.IsEscape(err) {
-			// The parent is there, and not a directory.
-			return "", fmt.Errorf("%s: not a directory", dst.Arg)
+	undo, err := atomicfile.MkdirAll(dst.Root, filepath.Dir(dst.Rel), 0o755)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
+			if !workspace.IsEscape(err) {
+				// The parent is there, and not a directory.
+				return "", fmt.Errorf("%s: not a directory", textsafe.Name(dst.Arg))
+			}
 		}
 		return "", pathErr(dst, err)
 	}
@@ -64,31 +72,41 @@ var move = sdk.NewTool(sdk.Info{
 		err = moveByCopy(ctx, src, dst, in.Overwrite)
 	}
 	if err != nil {
+		var done *partialMove
+		if !errors.As(err, &done) {
+			undo()
+		}
 		return "", moveErr(err, src, dst)
 	}
-	return fmt.Sprintf("Moved %s to %s", givenSrc.Display(), givenDst.Display()), nil
-}))
+	return fmt.Sprintf("Moved %s to %s", textsafe.Name(givenSrc.Display()), textsafe.Name(givenDst.Display())), nil
+})))
 
 // moveErr says what went wrong with a move in the model's terms.
 func moveErr(err error, src, dst workspace.Path) error {
-	switch {
-	case errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
-		return fmt.Errorf("destination %s already exists: set overwrite to true to replace it", dst.Arg)
-	case errors.Is(err, syscall.ENOTEMPTY):
-		return fmt.Errorf("cannot replace %s: it is a directory that is not empty", dst.Arg)
-	case errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("cannot replace the directory %s with a file", dst.Arg)
-	case errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("cannot replace %s with a directory: it is not a directory", dst.Arg)
-	}
+	var done *partialMove
 	var re *renameError
-	if errors.As(err, &re) {
+	switch {
+	case errors.As(err, &done):
+		return done
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
+		return fmt.Errorf("destination %s already exists: set overwrite to true to replace it", textsafe.Name(dst.Arg))
+	case errors.Is(err, syscall.ENOTEMPTY):
+		return fmt.Errorf("cannot replace %s: it is a directory that is not empty", textsafe.Name(dst.Arg))
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("cannot replace the directory %s with a file", textsafe.Name(dst.Arg))
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("cannot replace %s with a directory: it is not a directory", textsafe.Name(dst.Arg))
+	case errors.As(err, &re):
 		if re.dst {
 			return pathErr(dst, re.err)
 		}
 		return pathErr(src, re.err)
+	case workspace.IsEscape(err):
+		return workspace.OutsideError(src.Arg)
 	}
-	return fmt.Errorf("cannot move %s to %s: %w", src.Arg, dst.Arg, err)
+	return fmt.Errorf("cannot move %s to %s: %s", textsafe.Name(src.Arg), textsafe.Name(dst.Arg), workspace.Reason(err))
 }
 
 // renameError marks which side of a move an error is about.
@@ -100,39 +118,62 @@ type renameError struct {
 func (e *renameError) Error() string { return e.err.Error() }
 func (e *renameError) Unwrap() error { return e.err }
 
-// moveByCopy moves src to dst where no rename can: it copies src (a
-// file with its mode, a symbolic link as a link, a directory recursively)
-// through the roots to a temporary name beside dst, renames that into
+// partialMove is the error of a move by copy that put the copy in place
+// but could not finish: it says what was done, for the model.
+type partialMove struct{ msg string }
+
+func (e *partialMove) Error() string { return e.msg }
+
+// moveByCopy moves src to dst where no rename can. It copies src (a file
+// with its mode, owner where it may and times, a symbolic link as a link,
+// a directory recursively) through the roots to a temporary name beside
+// dst, syncing every file and directory it writes, and renames that into
 // place with renameAt (so an existing dst is replaced only with
-// overwrite, and never by a race), and then removes src.
+// overwrite, and never by a race). Only then, with the copy synced to
+// disk, does it remove src.
+//
+// Until the rename it stops when ctx ends, removes the partial copy and
+// leaves src alone: a move that fails changed nothing. After the rename
+// the move completes; if removing src then fails the error says that the
+// copy is in place.
 func moveByCopy(ctx context.Context, src, dst workspace.Path, overwrite bool) error {
 	dir := filepath.Dir(dst.Rel)
-	var tmp workspace.Path
-	for range 100 {
-		tmp = dst
-		tmp.Rel = filepath.Join(dir, "."+filepath.Base(dst.Rel)+".move-"+strconv.FormatUint(rand.Uint64(), 36))
-		tmp.Abs = filepath.Join(dst.RootPath, tmp.Rel)
-		if _, err := dst.Root.Lstat(tmp.Rel); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
+	atomicfile.Sweep(dst.Root, dir)
+	tmp := dst
+	tmp.Rel = filepath.Join(dir, atomicfile.TempName("move"))
+	tmp.Abs = filepath.Join(dst.RootPath, tmp.Rel)
+	fail := func(err error) error {
+		dst.Root.RemoveAll(tmp.Rel)
+		return err
 	}
 	if err := copyTree(ctx, src.Root, src.Rel, dst.Root, tmp.Rel); err != nil {
-		dst.Root.RemoveAll(tmp.Rel)
-		return err
+		return fail(err)
+	}
+	if err := atomicfile.SyncDir(dst.Root, dir); err != nil {
+		return fail(&renameError{dst: true, err: err})
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
 	}
 	if err := renameAt(tmp, dst, overwrite); err != nil {
-		dst.Root.RemoveAll(tmp.Rel)
-		return err
+		return fail(err)
+	}
+	// The copy is in place: from here on the move completes.
+	if err := atomicfile.SyncDir(dst.Root, dir); err != nil {
+		return &partialMove{fmt.Sprintf("copied %s to %s, but syncing the copy to disk failed (%s), so the source was kept: both exist now",
+			textsafe.Name(src.Arg), textsafe.Name(dst.Arg), workspace.Reason(err))}
 	}
 	if err := src.Root.RemoveAll(src.Rel); err != nil {
-		return fmt.Errorf("copied %s to %s but could not remove the source: %w", src.Arg, dst.Arg, pathErr(src, err))
+		return &partialMove{fmt.Sprintf("copied %s to %s, but could not remove the source: %v",
+			textsafe.Name(src.Arg), textsafe.Name(dst.Arg), pathErr(src, err))}
 	}
+	atomicfile.SyncDir(src.Root, filepath.Dir(src.Rel))
 	return nil
 }
 
 // copyTree copies the file, link or directory srel of sr to drel of dr,
-// which must not exist. Symbolic links are copied as links, never
-// followed; other special files are refused.
+// which must not exist, syncing what it writes. Symbolic links are
+// copied as links, never followed; other special files are refused.
 func copyTree(ctx context.Context, sr *os.Root, srel string, dr *os.Root, drel string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -151,6 +192,7 @@ func copyTree(ctx context.Context, sr *os.Root, srel string, dr *os.Root, drel s
 		if err := dr.Symlink(target, drel); err != nil {
 			return &renameError{dst: true, err: err}
 		}
+		keepOwner(dr, drel, info, true)
 		return nil
 	case mode.IsDir():
 		if err := dr.Mkdir(drel, 0o700); err != nil {
@@ -175,26 +217,32 @@ func copyTree(ctx context.Context, sr *os.Root, srel string, dr *os.Root, drel s
 			return &renameError{dst: true, err: err}
 		}
 		defer out.Close()
-		if err := out.Chmod(mode.Perm()); err != nil {
+		keepOwner(dr, drel, info, false)
+		if err := out.Chmod(mode.Perm() | mode&(fs.ModeSetgid|fs.ModeSticky)); err != nil {
 			return &renameError{dst: true, err: err}
 		}
+		if err := out.Sync(); err != nil {
+			return &renameError{dst: true, err: err}
+		}
+		dr.Chtimes(drel, info.ModTime(), info.ModTime())
 		return nil
 	case mode.IsRegular():
-		return copyFile(sr, srel, dr, drel, mode.Perm())
+		return copyFile(ctx, sr, srel, dr, drel, info)
 	}
-	return fmt.Errorf("cannot copy %s: it is a %s", srel, kindOf(mode))
+	return fmt.Errorf("cannot copy %s: it is a %s", textsafe.Name(srel), kindOf(mode))
 }
 
-// copyFile copies a regular file's content and permission bits to a new
-// file.
-func copyFile(sr *os.Root, srel string, dr *os.Root, drel string, perm fs.FileMode) (err error) {
+// copyFile copies a regular file's content, mode, owner (where it may)
+// and modification time to a new file, and syncs it. It stops when ctx
+// ends.
+func copyFile(ctx context.Context, sr *os.Root, srel string, dr *os.Root, drel string, info fs.FileInfo) (err error) {
 	in, err := sr.OpenFile(srel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return &renameError{err: err}
 	}
 	defer in.Close()
-	if info, err := in.Stat(); err != nil || !info.Mode().IsRegular() {
-		return fmt.Errorf("cannot copy %s: it changed while it was copied", srel)
+	if now, err := in.Stat(); err != nil || !now.Mode().IsRegular() {
+		return fmt.Errorf("cannot copy %s: it changed while it was copied", textsafe.Name(srel))
 	}
 	out, err := dr.OpenFile(drel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -205,11 +253,47 @@ func copyFile(sr *os.Root, srel string, dr *os.Root, drel string, perm fs.FileMo
 			err = &renameError{dst: true, err: cerr}
 		}
 	}()
-	if _, err := io.Copy(out, in); err != nil {
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, rerr := in.Read(buf)
+		if n > 0 {
+			if _, err := out.Write(buf[:n]); err != nil {
+				return &renameError{dst: true, err: err}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return &renameError{err: rerr}
+		}
+	}
+	keepOwner(dr, drel, info, false)
+	mode := info.Mode()
+	if err := out.Chmod(mode.Perm() | mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
 		return &renameError{dst: true, err: err}
 	}
-	if err := out.Chmod(perm); err != nil {
+	if err := out.Sync(); err != nil {
 		return &renameError{dst: true, err: err}
 	}
+	dr.Chtimes(drel, info.ModTime(), info.ModTime())
 	return nil
+}
+
+// keepOwner gives a copy the owner and group of its original where this
+// process may (as mv does): as root always, otherwise the copy is the
+// mover's.
+func keepOwner(dr *os.Root, drel string, info fs.FileInfo, link bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || (int(st.Uid) == os.Geteuid() && int(st.Gid) == os.Getegid()) {
+		return
+	}
+	if link {
+		dr.Lchown(drel, int(st.Uid), int(st.Gid))
+		return
+	}
+	dr.Chown(drel, int(st.Uid), int(st.Gid))
 }

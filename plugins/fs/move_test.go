@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/workspace"
 )
 
@@ -343,12 +344,17 @@ func checkFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// checkNoTemp fails if a move left a temporary file in dir.
+// checkNoTemp fails if a write or a move left a temporary file in dir.
 func checkNoTemp(t *testing.T, dir string) {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(dir, ".*.move-*"))
-	if len(matches) > 0 {
-		t.Errorf("temporary files left behind: %v", matches)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if atomicfile.IsTempName(e.Name()) {
+			t.Errorf("temporary file left behind in %s: %s", dir, e.Name())
+		}
 	}
 }
 

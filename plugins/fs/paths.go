@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 )
 
@@ -79,7 +80,7 @@ walk:
 				continue
 			}
 			if hops++; hops > maxLinkHops {
-				return workspace.Path{}, fmt.Errorf("%s: too many levels of symbolic links", p.Arg)
+				return workspace.Path{}, fmt.Errorf("%s: too many levels of symbolic links", textsafe.Name(p.Arg))
 			}
 			target, err := cur.Root.Readlink(next)
 			if errors.Is(err, syscall.EINVAL) {
@@ -99,7 +100,7 @@ walk:
 				if errors.Is(err, workspace.ErrOutside) {
 					return workspace.Path{}, workspace.OutsideError(p.Arg)
 				}
-				return workspace.Path{}, fmt.Errorf("%s: %w", p.Arg, err)
+				return workspace.Path{}, fmt.Errorf("%s: %w", textsafe.Name(p.Arg), err)
 			}
 			cur = np
 			continue walk
@@ -162,23 +163,33 @@ func formatSize(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
-// pathErr is Path.Err without the system call's name: an escape is the
-// outside error, a missing file "P: no such file or directory", and any
-// other failure of an operation on p "P: what went wrong".
+// pathErr says what went wrong with an operation on p in the tool's
+// words (see workspace.Path.Err): an escape is the outside error, any
+// other failure "P: what went wrong", P the path as the model gave it.
+// The call's own end (cancellation, deadline) passes through.
 func pathErr(p workspace.Path, err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
 	switch {
-	case err == nil, workspace.IsEscape(err):
-		return p.Err(err)
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s: no such file or directory", p.Arg)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%s: permission denied", p.Arg)
-	case errors.As(err, &pe):
-		return fmt.Errorf("%s: %v", p.Arg, pe.Err)
-	case errors.As(err, &le):
-		return fmt.Errorf("%s: %v", p.Arg, le.Err)
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
 	}
-	return err
+	return p.Err(err)
+}
+
+// writeErr is pathErr for a write through atomicfile, which says in
+// every case whether anything was written.
+func writeErr(p workspace.Path, err error) error {
+	name := textsafe.Name(p.Arg)
+	switch {
+	case errors.Is(err, atomicfile.ErrChanged):
+		return fmt.Errorf("%s changed while it was being edited (another program wrote it meanwhile): nothing was written; read it again and redo the change", name)
+	case errors.Is(err, atomicfile.ErrOwner):
+		return fmt.Errorf("%s: %v: only root can give a file to another user, so nothing was written", name, err)
+	case errors.Is(err, atomicfile.ErrXattr):
+		return fmt.Errorf("%s: %v: nothing was written", name, err)
+	case errors.Is(err, atomicfile.ErrNotDurable):
+		return fmt.Errorf("%s was written, but syncing its directory to disk failed (%s): the change may not survive a power cut", name, workspace.Reason(err))
+	}
+	return pathErr(p, err)
 }

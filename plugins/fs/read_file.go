@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -40,7 +41,7 @@ type readFileInput struct {
 	LineNumbers bool   `json:"line_numbers,omitempty" jsonschema:"Prefix each line with its 1-based line number and a tab, like cat -n (utf-8 only). Default false."`
 }
 
-var readFile = sdk.NewTool(sdk.Info{
+var readFile = checked(sdk.NewTool(sdk.Info{
 	Name: "read_file",
 	Description: "Read a file and return its contents. Text is returned as utf-8, at most 256 KiB per call: a longer file is cut at a line boundary with a note giving the offset to read on from. " +
 		"Use offset and limit to read part of a long text file by lines, line_numbers to number the lines, and encoding base64 for binary files.",
@@ -67,19 +68,19 @@ var readFile = sdk.NewTool(sdk.Info{
 	defer f.Close()
 	if encoding == "base64" {
 		if size > maxBase64File {
-			return "", fmt.Errorf("%s is %d bytes: base64 reads files up to %d bytes (10 MiB)", p.Arg, size, maxBase64File)
+			return "", fmt.Errorf("%s is %d bytes: base64 reads files up to %d bytes (10 MiB)", textsafe.Name(p.Arg), size, maxBase64File)
 		}
 		data, err := io.ReadAll(io.LimitReader(f, maxBase64File+1))
 		if err != nil {
 			return "", pathErr(p, err)
 		}
 		if len(data) > maxBase64File {
-			return "", fmt.Errorf("%s grew past %d bytes while it was read: base64 reads files up to 10 MiB", p.Arg, maxBase64File)
+			return "", fmt.Errorf("%s grew past %d bytes while it was read: base64 reads files up to 10 MiB", textsafe.Name(p.Arg), maxBase64File)
 		}
 		return base64.StdEncoding.EncodeToString(data), nil
 	}
-	return readText(ctx, f, p.Arg, size, in)
-}))
+	return readText(ctx, f, textsafe.Name(p.Arg), size, in)
+})))
 
 func normalizeEncoding(e string) (string, error) {
 	switch strings.ToLower(e) {
@@ -98,7 +99,7 @@ func normalizeEncoding(e string) (string, error) {
 func openRegular(p workspace.Path) (*os.File, int64, error) {
 	f, err := p.Root.OpenFile(p.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) && !workspace.IsEscape(err) {
-		return nil, 0, fmt.Errorf("file not found: %s", p.Arg)
+		return nil, 0, fmt.Errorf("file not found: %s", textsafe.Name(p.Arg))
 	}
 	if err != nil {
 		return nil, 0, pathErr(p, err)
@@ -111,10 +112,10 @@ func openRegular(p workspace.Path) (*os.File, int64, error) {
 	switch {
 	case info.IsDir():
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is a directory, not a file", p.Arg)
+		return nil, 0, fmt.Errorf("%s is a directory, not a file", textsafe.Name(p.Arg))
 	case !info.Mode().IsRegular():
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is a %s, not a regular file", p.Arg, kindOf(info.Mode()))
+		return nil, 0, fmt.Errorf("%s is a %s, not a regular file", textsafe.Name(p.Arg), kindOf(info.Mode()))
 	}
 	return f, info.Size(), nil
 }

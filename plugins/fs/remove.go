@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -15,7 +15,7 @@ type removeInput struct {
 	Path string `json:"path" jsonschema:"Path of the file or directory to remove. A directory is removed with everything in it."`
 }
 
-var remove = sdk.NewTool(sdk.Info{
+var remove = checked(sdk.NewTool(sdk.Info{
 	Name: "remove",
 	Description: "Remove a file, or a directory and everything in it (like rm -rf). This cannot be undone. A path that does not exist is not an error. " +
 		"A symbolic link is removed itself, never what it points to. A workspace root cannot be removed.",
@@ -26,16 +26,14 @@ var remove = sdk.NewTool(sdk.Info{
 		return "", err
 	}
 	if given.IsRoot() || p.IsRoot() {
-		return "", fmt.Errorf("refusing to remove the workspace root %s", in.Path)
+		return "", fmt.Errorf("refusing to remove the workspace root %s", textsafe.Name(in.Path))
 	}
-	for _, r := range sdk.Roots(ctx) {
-		if r = filepath.Clean(r); r == p.Abs || within(workspace.Path{Abs: r}, p) {
-			return "", fmt.Errorf("refusing to remove %s: it holds the workspace root %s", in.Path, r)
-		}
+	if held := w.RootsWithin(p); len(held) > 0 {
+		return "", fmt.Errorf("refusing to remove %s: it holds the workspace root %s", textsafe.Name(in.Path), textsafe.Name(held[0]))
 	}
 	info, err := p.Root.Lstat(p.Rel)
 	if errors.Is(err, fs.ErrNotExist) && !workspace.IsEscape(err) {
-		return fmt.Sprintf("Nothing to remove: %s does not exist", given.Display()), nil
+		return fmt.Sprintf("Nothing to remove: %s does not exist", textsafe.Name(given.Display())), nil
 	}
 	if err != nil {
 		return "", pathErr(p, err)
@@ -50,5 +48,5 @@ var remove = sdk.NewTool(sdk.Info{
 	case info.IsDir():
 		what = "directory"
 	}
-	return fmt.Sprintf("Removed %s %s", what, given.Display()), nil
-}))
+	return fmt.Sprintf("Removed %s %s", what, textsafe.Name(given.Display())), nil
+})))
