@@ -488,3 +488,20 @@ func TestDurabilityOrder(t *testing.T) {
 		`fsync\(\d+<`+regexp.QuoteMeta(other)+`>\) = 0`,
 		`unlinkat\(\d+<`+regexp.QuoteMeta(root)+`>, "src\.txt"`)
 }
+
+// A root given through a symbolic link holds its real path too.
+func TestSymlinkedRoot(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	link := filepath.Join(base, "link")
+	mustWrite(t, filepath.Join(real, "f.txt"), "f")
+	mustSymlink(t, real, link)
+	p := startPlugin(t, []string{link})
+	wantAnswer(t, "read through the link path", p.call("read_file", map[string]any{"path": filepath.Join(link, "f.txt")}), "f")
+	wantAnswer(t, "read through the real path", p.call("read_file", map[string]any{"path": filepath.Join(real, "f.txt")}), "f")
+	wantAnswer(t, "write through the real path", p.call("write_file", map[string]any{"path": filepath.Join(real, "g.txt"), "content": "g"}), "Wrote 1 bytes to g.txt")
+	wantAnswer(t, "a sibling of the real path", p.call("read_file", map[string]any{"path": real + "x/f.txt"}),
+		`Error executing read_file: path "`+real+`x/f.txt" is outside the workspace roots`)
+	wantAnswer(t, "remove the real path", p.call("remove", map[string]any{"path": real}), "Error executing remove: refusing to remove the workspace root "+real)
+}

@@ -138,7 +138,7 @@ func readText(ctx context.Context, f *os.File, arg string, size int64, in readFi
 		}
 		_, n, err := readLine(br, nil, -1)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("%s: %s", arg, workspace.Reason(err))
 		}
 		if n == 0 {
 			return "", fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, line-1)
@@ -159,7 +159,7 @@ func readText(ctx context.Context, f *os.File, arg string, size int64, in readFi
 		var err error
 		scratch, n, err = readLine(br, scratch[:0], max(room, 0))
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("%s: %s", arg, workspace.Reason(err))
 		}
 		if n == 0 {
 			if shown == 0 && in.Offset > 0 {
