@@ -104,8 +104,9 @@ func TestWriteRacingEdits(t *testing.T) {
 	root := raceDir(t)
 	a, b := startPlugin(t, []string{root}), startPlugin(t, []string{root})
 	path := filepath.Join(root, "f.txt")
-	const lines = 12
-	for round := range 8 {
+	const lines = 20
+	lost := 0
+	for round := range 40 {
 		var orig strings.Builder
 		for i := range lines {
 			fmt.Fprintf(&orig, "line %03d\n", i)
@@ -134,7 +135,10 @@ func TestWriteRacingEdits(t *testing.T) {
 			t.Fatalf("round %d: write_file: %s", round, wrote)
 		}
 		if final := readString(t, path); !strings.HasPrefix(final, marker) {
-			t.Fatalf("round %d: write_file reported success, but an edit put back the content it read before:\n%s", round, final)
+			lost++
 		}
+	}
+	if lost > 0 {
+		t.Errorf("in %d of 40 rounds write_file reported success, but an edit put back the content it read before", lost)
 	}
 }
