@@ -129,6 +129,7 @@ func WriteFile(ctx context.Context, root *os.Root, name string, data []byte, opt
 		}
 	}()
 	lk := opts.Base
+	var unreadable fs.FileInfo // an existing file this process may not read
 	if lk == nil {
 		info, err := root.Lstat(name)
 		switch {
@@ -136,7 +137,12 @@ func WriteFile(ctx context.Context, root *os.Root, name string, data []byte, opt
 			return res, &fs.PathError{Op: "write", Path: name, Err: errIsDir}
 		case err == nil && info.Mode().IsRegular():
 			lk, err = Lock(ctx, root, name)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			switch {
+			case errors.Is(err, fs.ErrPermission):
+				// A file we may replace but not read (mode 0200): it
+				// cannot be locked; keep what its stat says.
+				unreadable = info
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
 				return res, err
 			}
 			if lk != nil {
@@ -149,7 +155,7 @@ func WriteFile(ctx context.Context, root *os.Root, name string, data []byte, opt
 	if lk != nil && lk.isDir() {
 		return res, &fs.PathError{Op: "write", Path: name, Err: errIsDir}
 	}
-	res.Created = lk == nil
+	res.Created = lk == nil && unreadable == nil
 	if lk != nil {
 		res.Links = lk.links()
 	}
@@ -167,9 +173,12 @@ func WriteFile(ctx context.Context, root *os.Root, name string, data []byte, opt
 	if err = writeAll(ctx, tmp, data); err != nil {
 		return res, err
 	}
-	if lk != nil {
+	switch {
+	case lk != nil:
 		err = lk.keepAttrs(tmp)
-	} else {
+	case unreadable != nil:
+		err = keepStat(tmp, unreadable)
+	default:
 		err = tmp.Chmod(opts.Perm)
 	}
 	if err != nil {

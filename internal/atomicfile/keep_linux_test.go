@@ -117,5 +117,23 @@ func TestKeepOwnerRefusedWithoutRoot(t *testing.T) {
 	if got, _ := os.ReadFile(path); string(got) != "old" {
 		t.Errorf("the file holds %q, want it untouched", got)
 	}
+
+	// The writer's own file, which it may replace but not read: it is
+	// replaced, keeping its mode.
+	own := filepath.Join(bin, "write-only")
+	mustWriteFile(t, own, "old")
+	if err := os.Chown(own, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(own, 0o200); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+own)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.Output(); err != nil || string(out) != "<nil>|false" {
+		t.Errorf("the writer as nobody, on its write-only file: %q, %v", out, err)
+	}
+	assertFile(t, own, "new", 0o200)
 	assertNoTemp(t, bin)
 }

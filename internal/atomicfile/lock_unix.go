@@ -247,6 +247,14 @@ func (l *Locked) unchanged(root *os.Root, name string) error {
 // extended attributes of the locked file. The owner comes first: chown
 // clears the setuid and setgid bits and file capabilities.
 func (l *Locked) keepAttrs(tmp *os.File) error {
+	if err := l.keepOwnerMode(tmp); err != nil {
+		return err
+	}
+	return copyXattrs(l.f, tmp)
+}
+
+// keepOwnerMode gives tmp the owner, group and mode of the locked file.
+func (l *Locked) keepOwnerMode(tmp *os.File) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(tmp.Fd()), &st); err != nil {
 		return err
@@ -256,10 +264,20 @@ func (l *Locked) keepAttrs(tmp *os.File) error {
 			return fmt.Errorf("%w (uid %d, gid %d): %w", ErrOwner, l.st.Uid, l.st.Gid, err)
 		}
 	}
-	if err := unix.Fchmod(int(tmp.Fd()), uint32(l.st.Mode)&07777); err != nil {
-		return err
+	return unix.Fchmod(int(tmp.Fd()), uint32(l.st.Mode)&07777)
+}
+
+// keepStat gives tmp the owner, group and mode that info describes: for a
+// file that could not be opened, whose extended attributes cannot be
+// read either.
+func keepStat(tmp *os.File, info fs.FileInfo) error {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return tmp.Chmod(info.Mode())
 	}
-	return copyXattrs(l.f, tmp)
+	var ls unix.Stat_t
+	ls.Uid, ls.Gid, ls.Mode = st.Uid, st.Gid, st.Mode
+	return (&Locked{st: ls}).keepOwnerMode(tmp)
 }
 
 // sameInode reports whether info is the file st describes.
