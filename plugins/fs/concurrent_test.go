@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 )
 
@@ -55,19 +54,6 @@ func editRace(t *testing.T, plugins []*fsPlugin, path string, lines int) (ok, ch
 		}
 	}
 	return ok, changed, lost
-}
-
-// raceDir is a directory for the race tests: a tmpfs where one can be
-// mounted, whose fsync costs nothing, so that the edits, which take
-// turns, each pay no disk flush. The lock and the checks are the same.
-func raceDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m"); err != nil {
-		return dir
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
 }
 
 // Parallel edits of different lines of one file in one plugin process

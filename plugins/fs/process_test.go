@@ -20,18 +20,6 @@ import (
 // These tests run the tools in a real fs plugin process, as the host
 // does.
 
-// mountTmpfs mounts a small tmpfs for the test, or skips it where mounting
-// is not permitted.
-func mountTmpfs(t *testing.T, opts string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v): this test needs root or CAP_SYS_ADMIN", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
-}
-
 // wantAnswer fails unless the plugin's answer is want exactly.
 func wantAnswer(t *testing.T, what, got, want string) {
 	t.Helper()
