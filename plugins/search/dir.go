@@ -90,39 +90,45 @@ func readWith(f file, buf []byte, use func(content []byte)) ([]byte, error) {
 }
 
 // readAll reads f to its end into buf, growing it as needed. It reads at
-// most one buffer before it asks for the file's size, and stops there
-// when the file is not a regular one or is larger than maxFileSize; most
-// files fit in the first buffer and are read without that extra call.
+// most readBufferSize bytes before it asks for the file's size, and stops
+// there when the file is not a regular one or is larger than maxFileSize;
+// most files fit in the first read and are read without that extra call.
 func readAll(f file, buf []byte) ([]byte, error) {
 	limit := -1 // not known yet
+	size := 0   // the size the file says it has, until the buffer grows to it
 	for {
-		if len(buf) == cap(buf) {
-			size := 0
-			if limit < 0 {
-				n, regular, err := f.stat()
-				switch {
-				case err != nil:
-					return buf, err
-				case !regular:
-					return buf[:0], errNotRegular
-				case n > maxFileSize:
-					return buf[:0], errTooLarge
-				case n == 0:
-					limit = maxGeneratedSize
-				default:
-					limit = maxFileSize
-					size = int(n)
-				}
+		if limit < 0 && (len(buf) == cap(buf) || len(buf) >= readBufferSize) {
+			n, regular, err := f.stat()
+			switch {
+			case err != nil:
+				return buf, err
+			case !regular:
+				return buf[:0], errNotRegular
+			case n > maxFileSize:
+				return buf[:0], errTooLarge
+			case n == 0:
+				limit = maxGeneratedSize
+			default:
+				limit = maxFileSize
+				size = int(n)
 			}
-			if len(buf) >= limit {
-				if limit == maxGeneratedSize {
-					return buf, errNoEnd
-				}
+		}
+		if len(buf) == cap(buf) || (limit >= 0 && len(buf) > limit) {
+			switch {
+			case len(buf) < limit:
+				buf = grow(buf, size, limit)
+				size = 0
+			case limit == maxGeneratedSize:
+				return buf, errNoEnd
+			default:
 				return buf, errTooLarge
 			}
-			buf = grow(buf, size, limit)
 		}
-		n, err := f.read(buf[len(buf):cap(buf)])
+		end := cap(buf)
+		if limit < 0 {
+			end = min(end, readBufferSize)
+		}
+		n, err := f.read(buf[len(buf):end])
 		buf = buf[:len(buf)+max(n, 0)]
 		switch {
 		case err == io.EOF || (err == nil && n == 0):

@@ -234,3 +234,63 @@ const (
 	maxInt = int(^uint(0) >> 1)
 	minInt = -maxInt - 1
 )
+
+// memFile is a file in memory that says it has size bytes.
+type memFile struct {
+	data    []byte
+	size    int64
+	regular bool
+	reads   int
+}
+
+func (f *memFile) read(p []byte) (int, error) {
+	f.reads++
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+func (f *memFile) stat() (int64, bool, error) { return f.size, f.regular, nil }
+func (f *memFile) realPath() (string, bool)   { return "", false }
+func (f *memFile) close() error               { return nil }
+
+// TestReadAllDecidesFromSize: a file is read whole up to the limit, and
+// no further than one buffer when its size or type rules it out.
+func TestReadAllDecidesFromSize(t *testing.T) {
+	t.Parallel()
+	mk := func(n int, size int64, regular bool) *memFile {
+		return &memFile{data: make([]byte, n), size: size, regular: regular}
+	}
+	tests := map[string]struct {
+		f       *memFile
+		buf     []byte
+		wantLen int
+		wantErr error
+	}{
+		"small":                      {mk(100, 100, true), make([]byte, 0, readBufferSize), 100, nil},
+		"one buffer exactly":         {mk(readBufferSize, readBufferSize, true), make([]byte, 0, readBufferSize), readBufferSize, nil},
+		"larger than a buffer":       {mk(3*readBufferSize+7, 3*readBufferSize+7, true), make([]byte, 0, readBufferSize), 3*readBufferSize + 7, nil},
+		"too large by its size":      {mk(2*readBufferSize, maxFileSize+1, true), make([]byte, 0, readBufferSize), 0, errTooLarge},
+		"not regular":                {mk(2*readBufferSize, 0, false), make([]byte, 0, readBufferSize), 0, errNotRegular},
+		"no size, short":             {mk(1000, 0, true), nil, 1000, nil},
+		"no size, endless":           {mk(4*maxGeneratedSize, 0, true), make([]byte, 0, readBufferSize), 0, errNoEnd},
+		"no size, a large buffer":    {mk(4*maxGeneratedSize, 0, true), make([]byte, 0, keepBufferSize), 0, errNoEnd},
+		"ignore file, nil buffer":    {mk(10, 10, true), nil, 10, nil},
+		"too large, nil buffer":      {mk(10, maxFileSize+1, true), nil, 0, errTooLarge},
+		"grows past its stated size": {mk(3*readBufferSize, readBufferSize+1, true), make([]byte, 0, readBufferSize), 3 * readBufferSize, nil},
+	}
+	for name, tc := range tests {
+		got, err := readAll(tc.f, tc.buf)
+		if !errors.Is(err, tc.wantErr) || (err == nil && len(got) != tc.wantLen) {
+			t.Errorf("%s: readAll = %d bytes, %v; want %d, %v", name, len(got), err, tc.wantLen, tc.wantErr)
+		}
+		if tc.wantErr == errTooLarge && tc.f.reads > 1 || tc.wantErr == errNotRegular && tc.f.reads > 1 {
+			t.Errorf("%s: %d reads before it was refused", name, tc.f.reads)
+		}
+		if tc.wantErr == errNoEnd && len(got) > keepBufferSize {
+			t.Errorf("%s: read %d bytes of a file without a size", name, len(got))
+		}
+		if cap(got) > keepBufferSize {
+			<-largeBuffer
+		}
+	}
+}
