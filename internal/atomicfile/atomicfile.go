@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // ErrChanged is the error of a write whose file changed after the caller
@@ -40,6 +41,28 @@ var ErrChanged = errors.New("the file changed while it was being edited")
 // file an extended attribute of the file it replaces: nothing was
 // written.
 var ErrXattr = errors.New("cannot keep an extended attribute of the file")
+
+// ErrNoTime is the error of a write, or of a caller's commit (see
+// Commit), whose context ends within CommitMargin: nothing was changed.
+var ErrNoTime = errors.New("too little time is left before the call's deadline to finish safely")
+
+// CommitMargin is the least time before its context's deadline that a
+// write starts its rename: the rest of the call (syncing the directory,
+// answering) must end before the caller gives up on it, or the caller
+// would report a failure for a write that happened.
+const CommitMargin = 500 * time.Millisecond
+
+// Commit reports whether an irreversible step may start under ctx: nil,
+// or ctx's error, or ErrNoTime when its deadline is within CommitMargin.
+func Commit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < CommitMargin {
+		return ErrNoTime
+	}
+	return nil
+}
 
 // ErrNotDurable is wrapped by the error of a write that replaced the file
 // but could not sync its directory: the new content is in place, but may
@@ -111,7 +134,8 @@ type Result struct {
 // directories it created are removed when it fails, ctx included. ctx is
 // checked while the data is written and last just before the rename;
 // once the file is renamed into place the write has happened and
-// WriteFile reports success.
+// WriteFile reports success. It does not start the rename with less than
+// CommitMargin left before ctx's deadline (ErrNoTime).
 //
 // An existing regular file is locked while it is replaced (see Lock) and
 // keeps its mode, owner, group and extended attributes; when its owner
@@ -190,7 +214,7 @@ func WriteFile(ctx context.Context, root *os.Root, name string, data []byte, opt
 	if err = tmp.Close(); err != nil {
 		return res, err
 	}
-	if err = ctx.Err(); err != nil {
+	if err = Commit(ctx); err != nil {
 		return res, err
 	}
 	if opts.Base != nil {

@@ -176,3 +176,29 @@ func TestWriteLongName(t *testing.T) {
 	}
 	assertFile(t, path, "y", 0o644)
 }
+
+// A write does not start its rename close to its deadline.
+func TestCommit(t *testing.T) {
+	t.Parallel()
+	if err := Commit(t.Context()); err != nil && !errors.Is(err, ErrNoTime) {
+		t.Errorf("Commit(the test's context) = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), CommitMargin/2)
+	defer cancel()
+	if err := Commit(ctx); !errors.Is(err, ErrNoTime) {
+		t.Errorf("Commit with half the margin left = %v, want ErrNoTime", err)
+	}
+	dir := t.TempDir()
+	if _, err := WriteFile(ctx, openRoot(t, dir), "f", []byte("x"), Options{Perm: 0o644}); !errors.Is(err, ErrNoTime) {
+		t.Errorf("WriteFile with half the margin left = %v, want ErrNoTime", err)
+	}
+	assertNoTemp(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, "f")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the write happened: %v", err)
+	}
+	later, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	if err := Commit(later); err != nil {
+		t.Errorf("Commit with an hour left = %v", err)
+	}
+}
