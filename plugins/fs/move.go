@@ -90,6 +90,8 @@ func moveErr(err error, src, dst workspace.Path) error {
 		return done
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.Is(err, atomicfile.ErrNoTime):
+		return fmt.Errorf("cannot move %s to %s: %v, so nothing was moved; give the call more time", textsafe.Name(src.Arg), textsafe.Name(dst.Arg), err)
 	case errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
 		return fmt.Errorf("destination %s already exists: set overwrite to true to replace it", textsafe.Name(dst.Arg))
 	case errors.Is(err, syscall.ENOTEMPTY):
@@ -133,7 +135,8 @@ func (e *partialMove) Error() string { return e.msg }
 // disk, does it remove src.
 //
 // Until the rename it stops when ctx ends, removes the partial copy and
-// leaves src alone: a move that fails changed nothing. After the rename
+// leaves src alone: a move that fails changed nothing. It does not start
+// the rename within atomicfile.CommitMargin of ctx's deadline. After the rename
 // the move completes; if removing src then fails the error says that the
 // copy is in place.
 func moveByCopy(ctx context.Context, src, dst workspace.Path, overwrite bool) error {
@@ -152,7 +155,7 @@ func moveByCopy(ctx context.Context, src, dst workspace.Path, overwrite bool) er
 	if err := atomicfile.SyncDir(dst.Root, dir); err != nil {
 		return fail(&renameError{dst: true, err: err})
 	}
-	if err := ctx.Err(); err != nil {
+	if err := atomicfile.Commit(ctx); err != nil {
 		return fail(err)
 	}
 	if err := renameAt(tmp, dst, overwrite); err != nil {

@@ -339,9 +339,17 @@ func checkFiles(t *testing.T, root string, files map[string]string) {
 		}
 		data, err := os.ReadFile(path)
 		if err != nil || string(data) != want {
-			t.Errorf("%s holds %q, %v; want %q", p, data, err, want)
+			t.Errorf("%s holds %q, %v; want %q", p, short(string(data)), err, short(want))
 		}
 	}
+}
+
+// short cuts a long content for a test's message.
+func short(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..." + fmt.Sprintf(" (%d bytes)", len(s))
+	}
+	return s
 }
 
 // checkNoTemp fails if a write or a move left a temporary file in dir.

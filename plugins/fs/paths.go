@@ -188,6 +188,8 @@ func writeErr(p workspace.Path, err error) error {
 		return fmt.Errorf("%s: %v: only root can give a file to another user, so nothing was written", name, err)
 	case errors.Is(err, atomicfile.ErrXattr):
 		return fmt.Errorf("%s: %v: nothing was written", name, err)
+	case errors.Is(err, atomicfile.ErrNoTime):
+		return fmt.Errorf("%s: %v, so nothing was written; give the call more time", name, err)
 	case errors.Is(err, atomicfile.ErrNotDurable):
 		return fmt.Errorf("%s was written, but syncing its directory to disk failed (%s): the change may not survive a power cut", name, workspace.Reason(err))
 	}
