@@ -38,6 +38,7 @@ func Serve(tools ...Tool) {
 		JSONFormat: true,
 	})
 	srv := newServer(logger, tools)
+	nameProcess()
 	exitWithHost()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
@@ -124,6 +125,10 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	// U+FFFD rather than break the response.
 	if err != nil {
 		return &toolv1.ExecuteResponse{Error: strings.ToValidUTF8(err.Error(), "\uFFFD")}, nil
+	}
+	// gRPC would refuse to send it, in its own words.
+	if len(result) > wire.MaxMessageSize {
+		return &toolv1.ExecuteResponse{Error: wire.ResultTooLarge(len(result))}, nil
 	}
 	return &toolv1.ExecuteResponse{Result: strings.ToValidUTF8(result, "\uFFFD")}, nil
 }

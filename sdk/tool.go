@@ -57,7 +57,8 @@ type Annotations struct {
 	// Timeout is the deadline the host gives each call of the tool, when
 	// the tool needs another than the host's default: one that enforces
 	// a timeout argument of its own declares its longest. Zero means the
-	// host's default; the user's setting wins over both.
+	// host's default; the user's setting wins over both. The host caps
+	// what a plugin declares at 11 minutes.
 	Timeout time.Duration `json:"timeout,omitempty"`
 }
 

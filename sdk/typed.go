@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -109,8 +108,11 @@ func (t *typedTool[In]) decode(args json.RawMessage) (In, error) {
 		normalized, merr := json.Marshal(v)
 		var zero In
 		in = zero
-		if merr != nil || json.Unmarshal(normalized, &in) != nil {
-			return in, fmt.Errorf("invalid arguments: %v", err)
+		if merr != nil {
+			return in, decodeError(err)
+		}
+		if err := json.Unmarshal(normalized, &in); err != nil {
+			return in, decodeError(err)
 		}
 	}
 	return in, nil
@@ -135,37 +137,20 @@ func ValidateArgs(schema *jsonschema.Resolved, args json.RawMessage) error {
 
 // validate is ValidateArgs, returning the decoded arguments.
 func validate(schema *jsonschema.Resolved, args json.RawMessage) (any, error) {
+	if err := toolcall.CheckUnicode(args); err != nil {
+		return nil, err
+	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
-		return nil, fmt.Errorf("invalid arguments: not valid JSON: %v", err)
+		return nil, syntaxError(args, err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("invalid arguments: expected a JSON object, got %s", jsonKind(v))
+		return nil, argumentError("expected a JSON object, got %s", jsonKind(v))
 	}
 	if err := schema.Validate(v); err != nil {
-		return nil, fmt.Errorf("invalid arguments: %s", tidyValidationError(err))
+		return nil, argumentError("%s", tidyValidationError(err))
 	}
 	return v, nil
-}
-
-// tidyValidationError drops the schema walk from a validation error:
-// "validating root: validating /properties/path: type: ..." becomes
-// "path: type: ...".
-func tidyValidationError(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "validating root: ")
-	for strings.HasPrefix(msg, "validating /properties/") {
-		rest := strings.TrimPrefix(msg, "validating /properties/")
-		name, tail, ok := strings.Cut(rest, ": ")
-		if !ok {
-			break
-		}
-		msg = name + ": " + tail
-		if !strings.HasPrefix(tail, "validating ") {
-			break
-		}
-		msg = tail
-	}
-	return msg
 }
 
 func jsonKind(v any) string {

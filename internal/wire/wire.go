@@ -5,6 +5,7 @@ package wire
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 
 	"github.com/hashicorp/go-plugin"
@@ -34,6 +35,21 @@ const (
 	// MaxMessageSize bytes.
 	maxMessageSize = MaxMessageSize + 1<<20
 )
+
+// ResultTooLarge is the error of a call whose result of n bytes is more
+// than a message may carry.
+func ResultTooLarge(n int) string {
+	if n <= 0 {
+		return fmt.Sprintf("the result is larger than the %d MiB limit", MaxMessageSize>>20)
+	}
+	return fmt.Sprintf("the result is %d bytes, larger than the %d MiB limit", n, MaxMessageSize>>20)
+}
+
+// ArgumentsTooLarge is the error of a call whose arguments of n bytes are
+// more than a message may carry.
+func ArgumentsTooLarge(n int) string {
+	return fmt.Sprintf("the arguments are %d bytes, larger than the %d MiB limit", n, MaxMessageSize>>20)
+}
 
 // Handshake is the go-plugin handshake. The cookie keeps a plugin binary
 // from being started by hand; it is not a security measure.

@@ -1,0 +1,51 @@
+package toolcall
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxMessage bounds the message of a failed call as the model reads it
+// ("Error executing NAME: MESSAGE"): a tool's error, a panic, an argument
+// check. What is longer is cut (see Bound).
+const MaxMessage = 4 << 10
+
+// Bound returns msg when it is at most max bytes long. A longer msg is cut
+// to its first max bytes or fewer, on a UTF-8 boundary, followed by a
+// marker that says how many bytes were cut: "... [N bytes cut]".
+func Bound(msg string, max int) string {
+	if len(msg) <= max {
+		return msg
+	}
+	keep := cutPoint(msg, max)
+	return msg[:keep] + "... [" + strconv.Itoa(len(msg)-keep) + " bytes cut]"
+}
+
+// MaxQuoted bounds a value or name that an argument-check error quotes
+// back, such as an unknown property.
+const MaxQuoted = 64
+
+// Quote is strconv.Quote of s, or of its first MaxQuoted bytes (on a UTF-8
+// boundary) followed by "…" and its length when s is longer:
+// "aaaa…" (50000000 bytes).
+func Quote(s string) string {
+	if len(s) <= MaxQuoted {
+		return strconv.Quote(s)
+	}
+	keep := cutPoint(s, MaxQuoted)
+	return strconv.Quote(s[:keep]+"…") + " (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// cutPoint is where to cut s to at most n < len(s) bytes without
+// splitting a rune: n, or the start of the rune that straddles n.
+func cutPoint(s string, n int) int {
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if _, size := utf8.DecodeRuneInString(s[i:]); i+size > n && i < n {
+				return i
+			}
+			return n
+		}
+	}
+	return n
+}
