@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,34 +30,24 @@ type fsPlugin struct {
 
 // startPlugin starts the fs plugin in its own process with the workspace
 // roots given; remove is enabled. The plugin stops when the test ends.
-func startPlugin(t *testing.T, roots []string, env ...string) *fsPlugin {
+func startPlugin(t *testing.T, roots []string) *fsPlugin {
 	t.Helper()
 	dir := t.TempDir()
 	binary := plugintest.Install(t, dir, "agenthost-plugin-fs", "./plugins/fs")
-	p := startPluginIn(t, dir, roots, env...)
+	p := startPluginIn(t, dir, roots)
 	p.binary = binary
 	return p
 }
 
 // startPluginIn starts the plugins of dir, which must serve the fs tools.
-func startPluginIn(t *testing.T, dir string, roots []string, env ...string) *fsPlugin {
+func startPluginIn(t *testing.T, dir string, roots []string) *fsPlugin {
 	t.Helper()
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	var names []string
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		names = append(names, k)
-	}
 	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, &host.Options{
-		Roots:     roots,
-		CacheDir:  host.NoCache,
-		Eager:     true,
-		Logger:    hclog.NewNullLogger(),
-		Timeout:   time.Minute,
-		PluginEnv: names,
+		Roots:    roots,
+		CacheDir: host.NoCache,
+		Eager:    true,
+		Logger:   hclog.NewNullLogger(),
+		Timeout:  time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
