@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/textsafe"
+	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
@@ -23,6 +25,9 @@ const PluginPrefix = "agenthost-plugin-"
 type PluginReport struct {
 	// Path is the binary's path.
 	Path string
+	// Builtin says the binary is one of the plugins shipped with the host,
+	// by its file name: its tools register before any other plugin's.
+	Builtin bool
 	// Name and Version are what the plugin says of itself.
 	Name    string
 	Version string
@@ -64,18 +69,34 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	if err != nil {
 		return nil, err
 	}
+	paths = registrationOrder(paths)
 	lock, err := ReadLockFile(LockFilePath(dir, r.lockFile))
 	if err != nil {
 		return nil, err
+	}
+	trust := newTrustChecker()
+	// A plugins directory or a lock file that others may write refuses
+	// every binary.
+	shared := trust.pluginsDir(dir)
+	if shared == nil && lock != nil {
+		shared = trust.lockFile(lock.Path)
+	}
+	if shared != nil && r.allowInsecure && errors.Is(shared, ErrInsecure) {
+		r.logger.Warn("loading plugins that others may replace (allowed by the host's options)", "reason", shared)
+		shared = nil
 	}
 	procs := make([]*pluginProcess, len(paths))
 	descs := make([]*toolv1.DescribeResponse, len(paths))
 	errs := make([]error, len(paths))
 	cached := make([]bool, len(paths))
+	launched := make([]bool, len(paths))
 	var wg sync.WaitGroup
 	for i, path := range paths {
 		procs[i] = newPluginProcess(path, r.logger, r.startTimeout, r.idleTimeout)
-		procs[i].lock, procs[i].pluginEnv = lock, r.pluginEnv
+		procs[i].lock, procs[i].pluginEnv, procs[i].allowInsecure = lock, r.pluginEnv, r.allowInsecure
+		if errs[i] = r.trusted(trust, shared, path); errs[i] != nil {
+			continue
+		}
 		if errs[i] = lock.Check(path); errs[i] != nil {
 			continue
 		}
@@ -86,6 +107,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 			descs[i], cached[i] = fresh, true
 			continue
 		}
+		launched[i] = true
 		wg.Go(func() {
 			// The launch has startTimeout; the slack lets its own error,
 			// which says more, come first.
@@ -103,12 +125,28 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	for i, proc := range procs {
 		reports[i] = r.adopt(proc, descs[i], errs[i])
 		reports[i].Cached = cached[i]
-		reports[i].Launched = !cached[i]
+		reports[i].Launched = launched[i]
 	}
 	r.mu.Lock()
 	r.reports = append(r.reports, reports...)
 	r.mu.Unlock()
 	return reports, nil
+}
+
+// trusted checks that no one but the user and root can replace the
+// binary at path (shared is the verdict on its directory and lock file).
+// With Options.AllowInsecurePlugins, a binary that fails only that is
+// loaded with a warning.
+func (r *ToolRegistry) trusted(trust *trustChecker, shared error, path string) error {
+	err := shared
+	if err == nil {
+		err = trust.binary(path)
+	}
+	if err != nil && r.allowInsecure && errors.Is(err, ErrInsecure) {
+		r.logger.Warn("loading a plugin that others may replace (allowed by the host's options)", "path", path, "reason", err)
+		return nil
+	}
+	return err
 }
 
 // ErrPluginNotFound: no loaded plugin has that name.
@@ -145,7 +183,10 @@ func (r *ToolRegistry) ResetPlugin(name string) error {
 
 // adopt registers the tools of a described plugin, or reports why not.
 func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse, err error) PluginReport {
-	rep := PluginReport{Path: proc.path, Name: proc.name}
+	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path)}
+	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
+		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
+	}
 	if err != nil {
 		proc.close()
 		rep.Err = err
@@ -153,12 +194,19 @@ func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse,
 		return rep
 	}
 	if desc.GetPluginName() != "" {
-		rep.Name = desc.GetPluginName()
+		rep.Name = toolcall.Bound(desc.GetPluginName(), maxPluginLabel)
 	}
-	rep.Version = desc.GetPluginVersion()
+	rep.Version = toolcall.Bound(desc.GetPluginVersion(), maxPluginLabel)
 	rep.ProtocolMinor = desc.GetProtocolMinor()
 	for _, spec := range desc.GetTools() {
-		if err := r.Register(newPluginTool(proc, spec)); err != nil {
+		tool, err := r.pluginTool(proc, spec)
+		if err == nil {
+			err = r.Register(tool)
+		}
+		if errors.Is(err, ErrToolExists) {
+			err = r.duplicateError(spec.GetName(), proc)
+		}
+		if err != nil {
 			rep.Refused = append(rep.Refused, err.Error())
 			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.GetName(), "reason", err)
 			continue
@@ -175,6 +223,67 @@ func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse,
 	r.plugins = append(r.plugins, proc)
 	r.mu.Unlock()
 	return rep
+}
+
+// Limits on what a plugin may declare. Each tool's schema and description
+// travel with every model request that offers it, so they are bounded; a
+// plugin that declares more is refused, with a warning, and the others
+// load.
+const (
+	// MaxToolsPerPlugin bounds the tools one plugin may serve: OpenAI's
+	// chat completions take at most 128 tools in a request.
+	MaxToolsPerPlugin = 128
+	// MaxSchemaSize bounds a tool's parameters schema, in bytes: some 30
+	// times the largest built-in one.
+	MaxSchemaSize = 64 << 10
+	// MaxDescriptionSize bounds a tool's description, in bytes: some 10
+	// times the longest built-in one.
+	MaxDescriptionSize = 16 << 10
+	// MaxToolTimeout bounds the deadline a plugin may declare for its
+	// tool's calls (ToolSpec.timeout_ms): run_bash, which runs commands
+	// for up to ten minutes, needs 605 seconds. A longer one is cut to
+	// this, with a warning; the user's SetTimeout is not bounded.
+	MaxToolTimeout = 11 * time.Minute
+
+	// maxPluginLabel bounds the name and version a plugin gives itself.
+	maxPluginLabel = 256
+)
+
+// pluginTool checks what a plugin declares of one tool against the
+// limits, and returns its client side.
+func (r *ToolRegistry) pluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) (*pluginTool, error) {
+	name := spec.GetName()
+	if !sdk.ValidName(name) {
+		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
+	}
+	if n := len(spec.GetParametersSchema()); n > MaxSchemaSize {
+		return nil, fmt.Errorf("%w: %s: its parameters schema is %d bytes, more than the %d allowed", ErrInvalidTool, name, n, MaxSchemaSize)
+	}
+	if n := len(spec.GetDescription()); n > MaxDescriptionSize {
+		return nil, fmt.Errorf("%w: %s: its description is %d bytes, more than the %d allowed", ErrInvalidTool, name, n, MaxDescriptionSize)
+	}
+	t := newPluginTool(proc, spec)
+	if declared := time.Duration(spec.GetTimeoutMs()) * time.Millisecond; declared > MaxToolTimeout {
+		t.ann.Timeout = MaxToolTimeout
+		r.logger.Warn("capping the deadline a tool declares", "path", proc.path, "tool", name, "declared", declared, "cap", MaxToolTimeout)
+	}
+	return t, nil
+}
+
+// duplicateError explains why proc may not register a tool whose name is
+// taken, naming whoever holds it.
+func (r *ToolRegistry) duplicateError(name string, proc *pluginProcess) error {
+	r.mu.RLock()
+	holder := "an in-process tool"
+	if e, ok := r.entries[name]; ok && e.plugin != "" {
+		holder = textsafe.Name(e.plugin)
+		if isBuiltin(e.plugin) {
+			holder = "the built-in " + holder
+		}
+	}
+	r.mu.RUnlock()
+	return fmt.Errorf("%w: %s is served by %s; %s may not take it (register it under a different name, such as %s_v2)",
+		ErrToolExists, name, holder, textsafe.Name(proc.name), name)
 }
 
 // findPlugins lists the plugin binaries in dir, sorted by name.

@@ -19,10 +19,17 @@
 //   - A tool failure is text for the model, returned by Execute:
 //     "Error: tool not found: NAME", "Error: tool not available: NAME is
 //     disabled", or "Error executing NAME: MESSAGE" (the tool's error, a
-//     panic, invalid arguments, the deadline, a plugin that died).
+//     panic, invalid arguments, the deadline, a plugin that died). MESSAGE
+//     is cut to 4 KiB, with a marker saying how much was cut.
 //   - An operator problem (a plugin that will not start, a refused tool)
 //     is logged through the registry's hclog logger, naming the file and
 //     the reason; the rest of the plugins keep working.
+//
+// The built-in plugins (agenthost-plugin-fs, -search, -bash, -session)
+// register first, so a third-party plugin cannot take their tool names. A
+// plugins directory, binary or lock file that another user could change is
+// refused (see [InsecureError]); under a lock file, the host executes the
+// very file it hashed.
 //
 // Plugin processes get no stdin, never write to the host's stdout, run in
 // process groups of their own, are restarted on the next call after they

@@ -1,8 +1,8 @@
 package host_test
 
-// These tests need the lock file and the scrubbed environment wired into
-// the plugin launch (hardenLaunch in launch, the lock read once per
-// LoadPlugins): they fail, not skip, until then.
+// These tests cover the lock file and the scrubbed environment through the
+// registry: the lock is read once per LoadPlugins, and each launch opens
+// the binary, checks it and executes that very file.
 
 import (
 	"crypto/sha256"

@@ -10,15 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/agenthost/agenthost/internal/atomicfile"
 )
@@ -242,87 +238,4 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// hardenLaunch makes the launch of the plugin binary at binary, as cfg
-// describes it, safe:
-//
-//   - the plugin gets a scrubbed environment (pluginEnv): the host's own
-//     environment is not passed (cfg.SkipHostEnv), only the allow-list and
-//     the variables named in passThrough, plus what go-plugin adds itself;
-//   - when lock is not nil, a binary that the lock does not list is
-//     refused now, and one whose SHA-256 differs from the lock's is
-//     refused by go-plugin's SecureConfig check in the runner function,
-//     the last moment before the process starts; either error names the
-//     file and the hashes. The binary is read once per launch.
-//
-// go-plugin checks cfg.SecureConfig against the path of cfg.Cmd, which is
-// empty when a RunnerFunc sets the path, as launch does; so with a
-// RunnerFunc the check runs inside it instead, and cfg.SecureConfig is
-// only set for a cfg.Cmd.
-func hardenLaunch(cfg *plugin.ClientConfig, binary string, lock *Lock, passThrough []string) error {
-	if err := lock.Lists(binary); err != nil {
-		return err
-	}
-	env := pluginEnv(passThrough)
-	cfg.SkipHostEnv = true
-	if cfg.Cmd != nil {
-		cfg.Cmd.Env = slices.Concat(env, cfg.Cmd.Env)
-		sc, err := lock.SecureConfig(binary)
-		if err != nil {
-			return err
-		}
-		cfg.SecureConfig = sc
-		return nil
-	}
-	inner := cfg.RunnerFunc
-	if inner == nil {
-		return errors.New("hardenLaunch: the client config has neither Cmd nor RunnerFunc")
-	}
-	cfg.RunnerFunc = func(l hclog.Logger, cmd *exec.Cmd, tmpDir string) (runner.Runner, error) {
-		// go-plugin's variables come last, so that a variable passed
-		// through cannot override them.
-		cmd.Env = slices.Concat(env, cmd.Env)
-		if err := verifyLocked(lock, binary); err != nil {
-			return nil, err
-		}
-		r, err := inner(l, cmd, tmpDir)
-		if err != nil {
-			return r, err
-		}
-		if cmd.Path != binary {
-			// The runner function starts another file than the one
-			// checked: check that one too.
-			if err := verifyLocked(lock, cmd.Path); err != nil {
-				return nil, err
-			}
-		}
-		return r, nil
-	}
-	return nil
-}
-
-// verifyLocked is go-plugin's SecureConfig check of the binary against the
-// lock, explained as a *LockError (which matches
-// plugin.ErrChecksumsDoNotMatch) when it fails.
-func verifyLocked(lock *Lock, binary string) error {
-	if lock == nil {
-		return nil
-	}
-	sc, err := lock.SecureConfig(binary)
-	if err != nil {
-		return err
-	}
-	ok, err := sc.Check(binary)
-	if err != nil {
-		return fmt.Errorf("checking %s against the lock file: %w", binary, err)
-	}
-	if !ok {
-		if err := lock.Check(binary); err != nil {
-			return err
-		}
-		// It changed back between the two reads: still refuse it.
-		return fmt.Errorf("%s: %w (it changed while it was being checked)", binary, plugin.ErrChecksumsDoNotMatch)
-	}
-	return nil
 }

@@ -1,24 +1,19 @@
 package host
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/wire"
@@ -197,69 +192,22 @@ func TestReadLockFileRejectsDamage(t *testing.T) {
 	}
 }
 
-// execRunner is a plain runner for go-plugin, as launch's: the runner
-// function sets the command's path.
-type execRunner struct {
-	cmd            *exec.Cmd
-	stdout, stderr io.ReadCloser
+// launchOnce launches the plugin binary at bin, as the registry does,
+// under lock, and stops it again.
+func launchOnce(t *testing.T, bin string, lock *Lock, passThrough []string) (*instance, error) {
+	t.Helper()
+	p := newPluginProcess(bin, hclog.NewNullLogger(), 5*time.Second, 0)
+	p.lock, p.pluginEnv = lock, passThrough
+	inst, err := p.launch()
+	if err == nil {
+		t.Cleanup(func() { inst.stop(true) })
+	}
+	return inst, err
 }
 
-func newExecRunner(cmd *exec.Cmd) (*execRunner, error) {
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	return &execRunner{cmd: cmd, stdout: stdout, stderr: stderr}, nil
-}
-
-func (r *execRunner) Start(context.Context) error { return r.cmd.Start() }
-func (r *execRunner) Wait(context.Context) error  { return r.cmd.Wait() }
-func (r *execRunner) Kill(context.Context) error {
-	if r.cmd.Process == nil {
-		return nil
-	}
-	return r.cmd.Process.Kill()
-}
-func (r *execRunner) Diagnose(context.Context) string { return "" }
-func (r *execRunner) Stdout() io.ReadCloser           { return r.stdout }
-func (r *execRunner) Stderr() io.ReadCloser           { return r.stderr }
-func (r *execRunner) Name() string                    { return r.cmd.Path }
-func (r *execRunner) ID() string {
-	if r.cmd.Process == nil {
-		return ""
-	}
-	return strconv.Itoa(r.cmd.Process.Pid)
-}
-func (r *execRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
-func (r *execRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
-
-// clientConfig is a go-plugin client configuration like launch's, for the
-// binary at path. ran counts the runner functions that ran.
-func clientConfig(path string, ran *int) *plugin.ClientConfig {
-	return &plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
-		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			*ran++
-			cmd.Path = path
-			cmd.Args = []string{path}
-			return newExecRunner(cmd)
-		},
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		StartTimeout:     5 * time.Second,
-		GRPCDialOptions:  wire.DialOptions(),
-		Logger:           hclog.NewNullLogger(),
-	}
-}
-
-// A binary that changes after the lock was written is never executed:
-// neither when it changed before the launch (hardenLaunch refuses it) nor
-// when it changed between that check and the exec (go-plugin's
-// SecureConfig, checked in the runner function, refuses it).
+// A binary that changed after the lock was written is never executed,
+// nor one that the lock does not list; one that matches is. (A binary
+// swapped between the check and the exec: TestLockedLaunchRunsWhatWasHashed.)
 func TestChangedBinaryIsNeverExecuted(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "MARKER")
@@ -273,25 +221,11 @@ func TestChangedBinaryIsNeverExecuted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(t *testing.T, modifyAfterCheck bool) (ran int, err error) {
-		t.Helper()
-		cfg := clientConfig(bin, &ran)
-		if err := hardenLaunch(cfg, bin, lock, nil); err != nil {
-			return ran, err
-		}
-		if modifyAfterCheck {
-			writeExec(t, bin, script+"# changed\n")
-		}
-		client := plugin.NewClient(cfg)
-		defer client.Kill()
-		_, err = client.Start()
-		return ran, err
-	}
 
 	t.Run("unchanged runs", func(t *testing.T) {
 		// The control: the script does run when it matches the lock (it
 		// then fails the handshake, which does not matter here).
-		if _, err := start(t, false); err == nil {
+		if _, err := launchOnce(t, bin, lock, nil); err == nil {
 			t.Fatal("a shell script completed the handshake")
 		}
 		if _, err := os.Stat(marker); err != nil {
@@ -299,37 +233,16 @@ func TestChangedBinaryIsNeverExecuted(t *testing.T) {
 		}
 		os.Remove(marker)
 	})
-	t.Run("changed between check and exec", func(t *testing.T) {
-		defer writeExec(t, bin, script)
-		ran, err := start(t, true)
-		if !errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			t.Fatalf("Start = %v, want go-plugin's %v", err, plugin.ErrChecksumsDoNotMatch)
-		}
-		for _, s := range []string{bin, sha256Hex([]byte(script)), sha256Hex([]byte(script + "# changed\n")), lock.Path} {
-			if !strings.Contains(err.Error(), s) {
-				t.Errorf("the error %q does not name %s", err, s)
-			}
-		}
-		if ran != 0 {
-			t.Errorf("the runner function ran %d times", ran)
-		}
-		if _, err := os.Stat(marker); err == nil {
-			t.Fatal("the changed script ran")
-		}
-	})
 	t.Run("changed before launch", func(t *testing.T) {
 		writeExec(t, bin, script+"# changed\n")
 		defer writeExec(t, bin, script)
-		ran, err := start(t, false)
+		_, err := launchOnce(t, bin, lock, nil)
 		if !errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			t.Errorf("Start = %v, want go-plugin's %v", err, plugin.ErrChecksumsDoNotMatch)
+			t.Errorf("launch = %v, want go-plugin's %v", err, plugin.ErrChecksumsDoNotMatch)
 		}
 		want := fmt.Sprintf("%s: its SHA-256 is %s, the lock file %s says %s", bin, sha256Hex([]byte(script+"# changed\n")), lock.Path, sha256Hex([]byte(script)))
 		if err == nil || err.Error() != want {
-			t.Fatalf("Start = %v, want %s", err, want)
-		}
-		if ran != 0 {
-			t.Errorf("the runner function ran %d times", ran)
+			t.Fatalf("launch = %v, want %s", err, want)
 		}
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatal("the changed script ran")
@@ -338,18 +251,21 @@ func TestChangedBinaryIsNeverExecuted(t *testing.T) {
 	t.Run("not in the lock", func(t *testing.T) {
 		other := filepath.Join(dir, PluginPrefix+"other")
 		writeExec(t, other, script)
-		var ran int
-		err := hardenLaunch(clientConfig(other, &ran), other, lock, nil)
-		if err == nil || !strings.Contains(err.Error(), "is not in the lock file "+lock.Path) {
-			t.Fatalf("hardenLaunch = %v", err)
+		_, err := launchOnce(t, other, lock, nil)
+		if err == nil || !strings.Contains(err.Error(), other+" is not in the lock file "+lock.Path) {
+			t.Fatalf("launch = %v", err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the unlisted script ran")
 		}
 	})
 }
 
-// A real plugin launched with hardenLaunch: it runs when it matches the
-// lock, with a scrubbed environment; a modified copy is refused by
-// go-plugin's checksum check.
-func TestHardenedLaunchOfARealPlugin(t *testing.T) {
+// A real plugin launched under a lock runs when it matches, with a
+// scrubbed environment, and keeps no descriptor of its binary: the one
+// the host executed it through is close-on-exec. A modified copy is
+// refused.
+func TestLockedLaunchOfARealPlugin(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-host-secret")
 	t.Setenv("AGENTHOST_TEST_PASSED", "passed-through")
 	t.Setenv("LC_ALL", "C.UTF-8")
@@ -363,20 +279,12 @@ func TestHardenedLaunchOfARealPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var ran int
-	cfg := clientConfig(bin, &ran)
-	if err := hardenLaunch(cfg, bin, lock, []string{"AGENTHOST_TEST_PASSED"}); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.SecureConfig != nil || !cfg.SkipHostEnv {
-		t.Errorf("SecureConfig %v, SkipHostEnv %v", cfg.SecureConfig, cfg.SkipHostEnv)
-	}
-	client := plugin.NewClient(cfg)
-	defer client.Kill()
-	if _, err := client.Start(); err != nil {
+	inst, err := launchOnce(t, bin, lock, []string{"AGENTHOST_TEST_PASSED"})
+	if err != nil {
 		t.Fatalf("the locked plugin did not start: %v", err)
 	}
-	env := processEnv(t, client.ID())
+	pid := inst.runner.ID()
+	env := processEnv(t, pid)
 	for _, name := range []string{"PATH", "LC_ALL", "AGENTHOST_TEST_PASSED", wire.Handshake.MagicCookieKey, plugin.EnvUnixSocketDir} {
 		if _, ok := env[name]; !ok {
 			t.Errorf("the plugin lacks %s: %v", name, env)
@@ -385,24 +293,25 @@ func TestHardenedLaunchOfARealPlugin(t *testing.T) {
 	if v, ok := env["OPENAI_API_KEY"]; ok {
 		t.Errorf("the plugin got OPENAI_API_KEY=%s", v)
 	}
-	client.Kill()
-
-	// A modified copy is refused by go-plugin, between the check and the
-	// exec.
-	ran = 0
-	cfg = clientConfig(bin, &ran)
-	if err := hardenLaunch(cfg, bin, lock, nil); err != nil {
+	if exe, err := os.Readlink("/proc/" + pid + "/exe"); err != nil || exe != bin {
+		t.Errorf("the plugin runs %q (%v), want %s", exe, err, bin)
+	}
+	fds, err := os.ReadDir("/proc/" + pid + "/fd")
+	if err != nil {
 		t.Fatal(err)
 	}
-	tamper(t, bin)
-	client = plugin.NewClient(cfg)
-	defer client.Kill()
-	_, err = client.Start()
-	if !errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-		t.Fatalf("Start of a modified binary = %v, want %v", err, plugin.ErrChecksumsDoNotMatch)
+	for _, fd := range fds {
+		if target, _ := os.Readlink("/proc/" + pid + "/fd/" + fd.Name()); target == bin {
+			t.Errorf("the plugin holds descriptor %s of its own binary", fd.Name())
+		}
 	}
-	if ran != 0 || client.ID() != "" {
-		t.Errorf("the modified binary was started (runner function ran %d times, id %q)", ran, client.ID())
+	if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) != (PluginPrefix + "test")[:15] {
+		t.Errorf("the plugin's process name is %q", comm)
+	}
+
+	tamper(t, bin)
+	if _, err := launchOnce(t, bin, lock, nil); !errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+		t.Fatalf("launch of a modified binary = %v, want %v", err, plugin.ErrChecksumsDoNotMatch)
 	}
 }
 

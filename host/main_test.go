@@ -62,6 +62,7 @@ var pluginPackages = map[string]string{
 	"exit":    "./host/testdata/exitplugin",
 	"v2":      "./host/testdata/v2plugin",
 	"clock":   "./examples/clock",
+	"hostile": "./host/testdata/hostileplugin",
 }
 
 // pluginDir returns a new plugins directory holding the named plugins.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -71,6 +72,9 @@ type pluginProcess struct {
 	idleTimeout  time.Duration // 0: never stop an idle plugin
 	lock         *Lock         // nil: no lock file
 	pluginEnv    []string      // variables passed through (Options.PluginEnv)
+	// allowInsecure: a binary that others may write is run all the same
+	// (Options.AllowInsecurePlugins).
+	allowInsecure bool
 
 	calls    sync.Map // call id → the call's context, for the Host service
 	nextCall atomic.Uint64
@@ -292,12 +296,13 @@ func (p *pluginProcess) idleCheck(inst *instance) {
 	p.mu.Unlock()
 }
 
-// probe checks, after a call to inst ended at its deadline or was
-// canceled, that the plugin still answers. One that does not answer
+// probe checks, after a call to inst ended at its deadline (deadline) or
+// was canceled, that the plugin still answers. One that does not answer
 // within hangGrace is hung: its process group is killed, and the next
 // call starts a new one. A tool that merely ignores its deadline leaves
-// the plugin answering, and it is left alone.
-func (p *pluginProcess) probe(inst *instance) {
+// the plugin answering, and it is left alone. A plugin stopped meanwhile
+// (the host closing, after a canceled command) is no hang.
+func (p *pluginProcess) probe(inst *instance, deadline bool) {
 	if !inst.probing.CompareAndSwap(false, true) {
 		return
 	}
@@ -305,36 +310,76 @@ func (p *pluginProcess) probe(inst *instance) {
 		defer inst.probing.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), hangGrace)
 		defer cancel()
+		go func() {
+			select {
+			case <-p.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		_, err := inst.conn.Describe(ctx, &toolv1.DescribeRequest{ProtocolMinor: wire.ProtocolMinor})
-		if err == nil || inst.dead() {
+		if err == nil || inst.dead() || p.stopped(inst) {
 			return
 		}
-		p.logger.Warn("plugin did not answer after a call's deadline; killing it", "grace", hangGrace, "error", err)
+		after := "after a call was canceled"
+		if deadline {
+			after = "after a call's deadline"
+		}
+		p.logger.Warn("plugin did not answer "+after+"; killing it", "grace", hangGrace, "error", err)
 		// Dropped first, so that no new call picks it up, then killed
 		// (stop with force kills the group at once).
-		p.drop(inst, fmt.Sprintf("stopped answering (no answer within %s after a call's deadline)", hangGrace))
+		p.drop(inst, fmt.Sprintf("stopped answering (no answer within %s %s)", hangGrace, after))
 	}()
 }
 
+// stopped reports whether inst is no longer in use: the plugin was
+// closed, or inst dropped (idle, replaced) or being stopped.
+func (p *pluginProcess) stopped(inst *instance) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || inst.dropped {
+		return true
+	}
+	inst.hostMu.Lock()
+	defer inst.hostMu.Unlock()
+	return inst.stopped
+}
+
+// launch starts a new instance of the plugin. The binary is opened once:
+// what is checked (who may write it, its SHA-256 against the lock) is
+// what runs (see openedBinary). The plugin gets a scrubbed environment
+// (pluginEnv): the host's own is not passed, only the allow-list and the
+// variables of Options.PluginEnv, plus go-plugin's, which come last so
+// that none passed through can override them.
 func (p *pluginProcess) launch() (*instance, error) {
+	bin, err := openBinary(p.path, p.lock, p.allowInsecure)
+	if err != nil {
+		return nil, err
+	}
+	defer bin.close() // the process has its own once it started
+	exe, extra, err := bin.execPath(p.lock != nil)
+	if err != nil {
+		return nil, err
+	}
+	env := pluginEnv(p.pluginEnv)
 	inst := &instance{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
 		RunnerFunc: func(l hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd.Path = p.path
+			cmd.Path = exe
 			cmd.Args = []string{p.path}
-			r, err := newGroupRunner(l, cmd)
+			cmd.ExtraFiles = extra
+			cmd.Env = slices.Concat(env, cmd.Env)
+			r, err := newGroupRunner(l, cmd, p.path)
 			inst.runner = r
 			return r, err
 		},
+		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     p.startTimeout,
 		GRPCDialOptions:  wire.DialOptions(),
 		Logger:           quietLogger{p.logger},
-	}
-	if err := hardenLaunch(cfg, p.path, p.lock, p.pluginEnv); err != nil {
-		return nil, err
 	}
 	inst.client = plugin.NewClient(cfg)
 	rpc, err := inst.client.Client()
@@ -406,6 +451,9 @@ func (p *pluginProcess) execute(ctx context.Context, tool string, args []byte) (
 		return "", fmt.Errorf("plugin %s could not be started: %w", p.name, err)
 	}
 	defer p.release(inst)
+	if len(args) > wire.MaxMessageSize {
+		return "", errors.New(wire.ArgumentsTooLarge(len(args)))
+	}
 	callID := p.nextCall.Add(1)
 	p.calls.Store(callID, ctx)
 	defer p.calls.Delete(callID)
@@ -443,9 +491,14 @@ func (p *pluginProcess) callError(ctx context.Context, inst *instance, err error
 	}
 	if ctx.Err() != nil {
 		if !inst.dead() {
-			p.probe(inst)
+			p.probe(inst, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		}
 		return ctx.Err()
+	}
+	if st.Code() == codes.ResourceExhausted {
+		// gRPC refused a message over the size limit: the arguments were
+		// checked before sending, so it is the result.
+		return errors.New(wire.ResultTooLarge(0))
 	}
 	if st.Code() != codes.Unavailable && st.Code() != codes.Canceled && !inst.client.Exited() {
 		return fmt.Errorf("plugin %s: %s", p.name, st.Message())

@@ -307,7 +307,7 @@ func TestDuplicateToolNameAcrossPlugins(t *testing.T) {
 			dup = r
 		}
 	}
-	want := "tool already exists: echo (register it under a different name, such as echo_v2)"
+	want := "tool already exists: echo is served by agenthost-plugin-test; agenthost-plugin-zdup may not take it (register it under a different name, such as echo_v2)"
 	if len(dup.Refused) != 1 || dup.Refused[0] != want {
 		t.Errorf("refused = %q, want [%q]", dup.Refused, want)
 	}

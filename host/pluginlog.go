@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
 // quietLogger is the logger go-plugin gets. go-plugin reports a plugin's
@@ -26,6 +28,75 @@ func (l quietLogger) Error(msg string, args ...any) { l.Logger.Debug(msg, args..
 
 func (l quietLogger) Log(level hclog.Level, msg string, args ...any) {
 	l.Logger.Debug(msg, args...)
+}
+
+// safeLogger is the registry's logger. What it logs comes partly from
+// plugins and file systems: file names, tool names, what a plugin writes
+// to its log (go-plugin forwards a plugin's lines to Named loggers, with
+// the plugin's levels). hclog writes a message, a logger's name and the
+// keys of fields as they are, and a value holding a newline over several
+// lines, so a newline or an ANSI escape there could forge lines of the
+// host's log or paint the terminal. safeLogger writes each of them that
+// holds a control character, a bidi override or invalid UTF-8 quoted:
+// a message, name or key as textsafe.Name does, a value as hclog.Quote.
+type safeLogger struct {
+	hclog.Logger
+}
+
+func (l safeLogger) Log(level hclog.Level, msg string, args ...any) {
+	l.Logger.Log(level, textsafe.Name(msg), safeArgs(args)...)
+}
+func (l safeLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
+func (l safeLogger) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
+func (l safeLogger) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) }
+func (l safeLogger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
+func (l safeLogger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
+
+func (l safeLogger) Named(name string) hclog.Logger {
+	return safeLogger{l.Logger.Named(textsafe.Name(name))}
+}
+
+func (l safeLogger) ResetNamed(name string) hclog.Logger {
+	return safeLogger{l.Logger.ResetNamed(textsafe.Name(name))}
+}
+
+func (l safeLogger) With(args ...any) hclog.Logger {
+	return safeLogger{l.Logger.With(safeArgs(args)...)}
+}
+
+// safeArgs returns key-value pairs whose keys print on one line and whose
+// text values that need it are quoted. args is not changed.
+func safeArgs(args []any) []any {
+	var out []any
+	set := func(i int, v any) {
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
+	for i, a := range args {
+		var text string
+		switch v := a.(type) {
+		case string:
+			text = v
+		case error:
+			text = v.Error()
+		default:
+			continue
+		}
+		if !textsafe.NeedsQuoting(text) {
+			continue
+		}
+		if i%2 == 0 && i+1 < len(args) {
+			set(i, textsafe.Name(text)) // a key
+		} else {
+			set(i, hclog.Quote(text))
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 // lastLine remembers the last non-empty line a plugin wrote to stderr, so

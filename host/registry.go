@@ -82,6 +82,14 @@ type Options struct {
 	// through to plugins besides the allow-list (PATH, HOME, USER, LANG,
 	// LC_*, TMPDIR, TZ, SHELL, TERM). No other variable reaches a plugin.
 	PluginEnv []string
+
+	// AllowInsecurePlugins loads plugin binaries that someone other than
+	// the user and root could have planted or replaced: a plugins
+	// directory, a binary or a lock file writable by others or owned by
+	// another user (see InsecureError). Each is loaded with a warning.
+	// Without it they are refused, with a message naming the file and the
+	// fix.
+	AllowInsecurePlugins bool
 }
 
 // DefaultIdleTimeout is how long a plugin may go without calls before it
@@ -102,6 +110,8 @@ type ToolRegistry struct {
 	cache        *descCache
 	lockFile     string
 	pluginEnv    []string
+	// allowInsecure: Options.AllowInsecurePlugins.
+	allowInsecure bool
 
 	mu       sync.RWMutex
 	entries  map[string]*entry
@@ -152,6 +162,8 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		cache:        newDescCache(opts.CacheDir),
 		lockFile:     opts.LockFile,
 		pluginEnv:    opts.PluginEnv,
+
+		allowInsecure: opts.AllowInsecurePlugins,
 	}
 	r.rootsValue = r.roots
 	r.stateValue = sdk.StateFunc(r.state)
@@ -164,6 +176,7 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 	if r.logger == nil {
 		r.logger = hclog.Default()
 	}
+	r.logger = safeLogger{r.logger}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -427,12 +440,17 @@ func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMe
 	r.mu.RUnlock()
 	switch {
 	case !ok:
-		return "Error: tool not found: " + name
+		return "Error: tool not found: " + toolcall.Bound(name, maxToolNameEcho)
 	case !enabled:
 		return "Error: tool not available: " + name + " is disabled"
 	}
 
 	args = sdk.NormalizeArgs(args)
+	// JSON decoding would make U+FFFD of text that is not Unicode, in
+	// whichever tool: refuse it here, naming the argument.
+	if err := toolcall.CheckUnicode(args); err != nil {
+		return failure(name, err)
+	}
 	call, err := prepare(e, args)
 	if err != nil {
 		return failure(name, err)
@@ -467,9 +485,17 @@ func prepare(e *entry, args json.RawMessage) (call toolcall.Func, err error) {
 	return func(ctx context.Context) (string, error) { return tool.Execute(ctx, args) }, nil
 }
 
+// failure is the text of a failed call. The message is cut to
+// toolcall.MaxMessage bytes (on a UTF-8 boundary, with a marker saying how
+// much was cut): whatever a tool answers, a failure costs the model a
+// bounded number of tokens.
 func failure(name string, err error) string {
-	return "Error executing " + name + ": " + err.Error()
+	return "Error executing " + name + ": " + toolcall.Bound(err.Error(), toolcall.MaxMessage)
 }
+
+// maxToolNameEcho bounds the name of a tool that is not found, as the
+// answer repeats it.
+const maxToolNameEcho = 256
 
 // IsError reports whether a result of Execute is one of its failure texts.
 func IsError(result string) bool {

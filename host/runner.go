@@ -57,7 +57,9 @@ type groupRunner struct {
 
 var _ runner.Runner = (*groupRunner)(nil)
 
-func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd) (*groupRunner, error) {
+// newGroupRunner returns the runner of cmd, which starts the plugin binary
+// at path (cmd.Path may name it otherwise, see openedBinary.execPath).
+func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunner, error) {
 	cmd.Stdin = nil
 	cmd.SysProcAttr = pluginSysProcAttr()
 	osOut, childOut, err := os.Pipe()
@@ -72,7 +74,7 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd) (*groupRunner, error) {
 	}
 	cmd.Stdout, cmd.Stderr = childOut, childErr
 	r := &groupRunner{
-		logger: logger, cmd: cmd, path: cmd.Path,
+		logger: logger, cmd: cmd, path: path,
 		osOut: osOut, osErr: osErr,
 		childEnds: []*os.File{childOut, childErr},
 		done:      make(chan struct{}),

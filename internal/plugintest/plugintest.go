@@ -104,6 +104,26 @@ func Install(t testing.TB, dir, name, pkg string) string {
 	return dst
 }
 
+// Copy puts a copy of the binary of pkg into dir under the file name
+// name, with the given mode, and returns its path: unlike Install, never a
+// hard link, so that its mode and owner may be changed.
+func Copy(t testing.TB, dir, name, pkg string, mode os.FileMode) string {
+	t.Helper()
+	data, err := os.ReadFile(Binary(t, pkg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.WriteFile(dst, data, mode); err != nil {
+		t.Fatal(err)
+	}
+	// WriteFile's mode passes through the umask.
+	if err := os.Chmod(dst, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // IsolateCache points the user cache directory (where the host caches
 // plugin descriptions) at a fresh temporary directory for the rest of the
 // test process, so tests neither read nor fill the user's own. Call it
