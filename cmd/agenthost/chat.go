@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
 // providerDefaults are the providers chat knows, with their default model,
@@ -178,7 +179,7 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 			c.print(ev.Text)
 		case host.EventToolCall:
 			c.newline()
-			c.print(fmt.Sprintf("→ %s %s\n", ev.ToolCall.Name, short(string(ev.ToolCall.Arguments), 80)))
+			c.print(fmt.Sprintf("→ %s %s\n", textsafe.Name(ev.ToolCall.Name), short(string(ev.ToolCall.Arguments), 80)))
 		case host.EventToolResult:
 			mark := "←"
 			if ev.IsError {
@@ -339,15 +340,18 @@ func (c *chatSession) slash(ctx context.Context, line string) (exit bool) {
 	return false
 }
 
-// short is the first line of s, cut to max runes.
+// short is the first line of s, cut to max runes. It is quoted
+// (textsafe.Name) when it holds a control character, so that a tool's
+// result or a model's arguments can neither paint the terminal nor forge
+// a line of the session.
 func short(s string, max int) string {
 	s = strings.TrimSpace(s)
 	first, _, more := strings.Cut(s, "\n")
 	if utf8.RuneCountInString(first) > max {
-		return string([]rune(first)[:max-1]) + "…"
+		return textsafe.Name(string([]rune(first)[:max-1])) + "…"
 	}
 	if more {
-		return first + " …"
+		return textsafe.Name(first) + " …"
 	}
-	return first
+	return textsafe.Name(first)
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
 func toolsCommand() *command {
@@ -33,13 +34,19 @@ func toolsCommand() *command {
 				if !t.Enabled {
 					status = "disabled"
 				}
-				plugin := t.Plugin
+				plugin := textsafe.Name(t.Plugin)
 				if plugin == "" {
 					plugin = "(in-process)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, status, plugin, summary(t.Description, 72))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", textsafe.Name(t.Name), status, plugin, summary(t.Description, 72))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(tools) == 0 {
+				noPluginsHint(env)
+			}
+			return nil
 		},
 	}
 }
@@ -93,6 +100,9 @@ func callCommand() *command {
 			result := env.registry.Execute(ctx, name, json.RawMessage(input))
 			if host.IsError(result) {
 				fmt.Fprintln(env.stderr, result)
+				if !env.registry.HasTool(name) {
+					noPluginsHint(env)
+				}
 				return errToolFailed
 			}
 			fmt.Fprint(env.stdout, result)
@@ -117,22 +127,47 @@ func pluginsCommand() *command {
 			}
 			reports := env.registry.Plugins()
 			if len(reports) == 0 {
-				fmt.Fprintln(env.stdout, "no plugin binaries found")
+				fmt.Fprintf(env.stdout, "no plugin binaries found in %s\n", textsafe.Name(env.pluginsDir))
 				return nil
 			}
+			// Every name and message is printed with textsafe.Name: a
+			// file name or what a plugin says of itself cannot forge a
+			// line or an escape sequence.
 			for _, r := range reports {
+				path := textsafe.Name(r.Path)
+				if r.Builtin {
+					path += " (built-in)"
+				}
 				if r.Err != nil {
-					fmt.Fprintf(env.stdout, "%s\n  skipped: %v\n", r.Path, r.Err)
+					fmt.Fprintf(env.stdout, "%s\n  skipped: %s\n", path, textsafe.Name(r.Err.Error()))
 					continue
 				}
-				fmt.Fprintf(env.stdout, "%s\n  %s %s (protocol 1.%d)\n  tools: %s\n", r.Path, r.Name, r.Version, r.ProtocolMinor, strings.Join(r.Tools, ", "))
+				fmt.Fprintf(env.stdout, "%s\n  %s %s (protocol 1.%d)\n  tools: %s\n", path, textsafe.Name(r.Name), textsafe.Name(r.Version), r.ProtocolMinor, strings.Join(r.Tools, ", "))
 				for _, why := range r.Refused {
-					fmt.Fprintf(env.stdout, "  refused: %s\n", why)
+					fmt.Fprintf(env.stdout, "  refused: %s\n", textsafe.Name(why))
 				}
 			}
 			return nil
 		},
 	}
+}
+
+// noPluginsHint tells the operator, on stderr, when no plugin was found or
+// none could be loaded, and where they were looked for: the answer a
+// model gets stays "Error: tool not found: NAME".
+func noPluginsHint(env *env) {
+	reports := env.registry.Plugins()
+	dir := textsafe.Name(env.pluginsDir)
+	for _, r := range reports {
+		if r.Err == nil {
+			return
+		}
+	}
+	if len(reports) == 0 {
+		fmt.Fprintf(env.stderr, "agenthost: no plugins found in %s %s\n", dir, pluginsDirHint)
+		return
+	}
+	fmt.Fprintf(env.stderr, "agenthost: none of the %d plugins in %s could be loaded (agenthost plugins says why)\n", len(reports), dir)
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -142,9 +177,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// summary is the first sentence of a description, cut to max runes.
+// summary is the first sentence of a description, cut to max runes, and
+// quoted (textsafe.Name) when it holds a control character.
 func summary(desc string, max int) string {
 	desc = strings.Join(strings.Fields(desc), " ")
+	if textsafe.NeedsQuoting(desc) {
+		return textsafe.Name(cut(desc, max))
+	}
+	return cut(desc, max)
+}
+
+// cut is the first sentence of desc, cut to max runes.
+func cut(desc string, max int) string {
 	if i := strings.Index(desc, ". "); i >= 0 {
 		desc = desc[:i+1]
 	}

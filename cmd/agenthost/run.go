@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
 const usageText = `agenthost gives LLM agents tools served by plugin binaries.
@@ -59,6 +61,11 @@ Flags (before or after the command):
   --plugin-env NAME  pass the environment variable NAME to plugins (repeatable);
                      they get only PATH, HOME, USER, LANG, LC_*, TMPDIR, TZ,
                      SHELL, TERM otherwise
+  --allow-insecure-plugins
+                     load plugin binaries that another user could have
+                     planted or replaced (a plugins directory, binary or
+                     lock file writable by others or owned by another
+                     user); by default they are refused
   --version          print the version and exit (before the command)
 
 Run agenthost COMMAND --help for a command's own flags.
@@ -73,6 +80,7 @@ type globals struct {
 	logLevel  string
 	lock      string
 	pluginEnv listFlag
+	insecure  bool
 
 	eager       bool
 	cacheDir    string
@@ -87,6 +95,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.logLevel, "log-level", g.logLevel, "log `LEVEL`: trace, debug, info, warn or error")
 	fs.StringVar(&g.lock, "lock", g.lock, "the lock `FILE` (default agenthost.lock in the plugins directory)")
 	fs.Var(&g.pluginEnv, "plugin-env", "pass the environment variable `NAME` to plugins (repeatable)")
+	fs.BoolVar(&g.insecure, "allow-insecure-plugins", g.insecure, "load plugin binaries that another user could have planted or replaced")
 	fs.BoolVar(&g.eager, "eager", g.eager, "start every plugin at load, in parallel, instead of on first use")
 	fs.StringVar(&g.cacheDir, "cache-dir", g.cacheDir, "where plugin descriptions are cached (`DIR`; - for none)")
 	fs.DurationVar(&g.idleTimeout, "idle-timeout", g.idleTimeout, "stop a plugin after this `DURATION` without calls (0: never)")
@@ -204,9 +213,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
-		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout)})
+		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure})
 	if err != nil {
-		return err
+		return pluginsDirError(dir, err)
 	}
 	defer reg.Close()
 	for _, n := range g.enable {
@@ -221,6 +230,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmdEnv.registry = reg
 	return cmd.run(ctx, cmdEnv, fs.Args())
+}
+
+// pluginsDirHint says where the plugins directory comes from.
+const pluginsDirHint = "(set --plugins or AGENTHOST_PLUGINS)"
+
+// pluginsDirError explains a plugins directory that cannot be read.
+func pluginsDirError(dir string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("the plugins directory %s does not exist %s", textsafe.Name(dir), pluginsDirHint)
+	}
+	return fmt.Errorf("%w %s", err, pluginsDirHint)
 }
 
 // idleTimeoutOption maps --idle-timeout, where 0 means never, onto

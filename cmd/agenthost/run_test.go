@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 func pluginDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	plugintest.Binaries(t, "./cmd/agenthost", "./plugins/fs", "./plugins/session", "./host/testdata/testplugin")
+	plugintest.Binaries(t, "./cmd/agenthost", "./plugins/fs", "./plugins/session", "./host/testdata/testplugin", "./host/testdata/hostileplugin")
 	for name, pkg := range map[string]string{
 		"fs":      "./plugins/fs",
 		"session": "./plugins/session",
@@ -83,7 +83,7 @@ func TestCommands(t *testing.T) {
 		"--disable":          {args: []string{"--plugins", dir, "call", "--disable", "echo", "echo", `{"text":"x"}`}, code: 1, stderrHas: "Error: tool not available: echo is disabled\n"},
 		"bad arguments":      {args: []string{"--plugins", dir, "call", "echo", `{"text":1}`}, code: 1, stderrHas: "Error executing echo: invalid arguments: text: type: 1"},
 		"tools":              {args: []string{"--plugins", dir, "--enable", "danger", "--disable", "write_file", "tools"}, contains: []string{"NAME ", "read_file ", "write_file            disabled  agenthost-plugin-fs ", "danger                enabled   agenthost-plugin-test ", "save_session_context  enabled   agenthost-plugin-session  Save the current session context"}},
-		"plugins":            {args: []string{"--plugins", dir, "plugins"}, contains: []string{filepath.Join(dir, "agenthost-plugin-fs") + "\n", "  tools: read_file, write_file, list_dir, mkdir, remove, move, edit_file\n", "  tools: save_session_context\n"}},
+		"plugins":            {args: []string{"--plugins", dir, "plugins"}, contains: []string{filepath.Join(dir, "agenthost-plugin-fs") + " (built-in)\n", "  tools: read_file, write_file, list_dir, mkdir, remove, move, edit_file\n", "  tools: save_session_context\n"}},
 		"help":               {args: []string{"--help"}, contains: []string{"Usage:", "call NAME [ARGS_JSON | -]"}},
 		"command help":       {args: []string{"tools", "--help"}, contains: []string{"agenthost tools [--json]", "-json"}},
 		"no command":         {args: nil, code: 2, stderrHas: "agenthost: no command given (see agenthost --help)\n", stderrLine: true},
@@ -92,7 +92,7 @@ func TestCommands(t *testing.T) {
 		"call without name":  {args: []string{"--plugins", dir, "call"}, code: 2, stderrHas: "call takes a tool name", stderrLine: true},
 		"enable unknown":     {args: []string{"--plugins", dir, "--enable", "nope", "tools"}, code: 2, stderrHas: "--enable nope: tool not found: nope", stderrLine: true},
 		"bad log level":      {args: []string{"--plugins", dir, "--log-level", "loud", "tools"}, code: 2, stderrHas: `unknown log level "loud"`, stderrLine: true},
-		"missing plugins":    {args: []string{"--plugins", filepath.Join(dir, "nope"), "tools"}, code: 1, stderrHas: "reading the plugins directory", stderrLine: true},
+		"missing plugins":    {args: []string{"--plugins", filepath.Join(dir, "nope"), "tools"}, code: 1, stderrHas: "agenthost: the plugins directory " + filepath.Join(dir, "nope") + " does not exist (set --plugins or AGENTHOST_PLUGINS)\n", stderrLine: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
