@@ -179,15 +179,15 @@ func TestNumericBounds(t *testing.T) {
 	raw := func(tool, args string) string { return p.reg.Execute(t.Context(), tool, []byte(args)) }
 	tests := map[string]struct{ tool, args, want string }{
 		"limit beyond int64": {"read_file", `{"path":"f.txt","limit":1e30}`,
-			"Error executing read_file: invalid arguments: limit is 1e30: it must be a whole number from -9223372036854775808 to 9223372036854775807"},
+			"Error executing read_file: invalid arguments: limit: must be an integer from -9223372036854775808 to 9223372036854775807, not 1e30"},
 		"offset 2^63": {"read_file", `{"path":"f.txt","offset":9223372036854775808}`,
-			"Error executing read_file: invalid arguments: offset is 9223372036854775808: it must be a whole number from -9223372036854775808 to 9223372036854775807"},
+			"Error executing read_file: invalid arguments: offset: must be an integer from -9223372036854775808 to 9223372036854775807, not 9223372036854775808"},
 		"offset 2^63-1": {"read_file", `{"path":"f.txt","offset":9223372036854775807}`,
 			"Error executing read_file: offset 9223372036854775807 is past the end of the file (2 lines)"},
 		"limit 2^63-1":         {"read_file", `{"path":"f.txt","limit":9223372036854775807}`, "1\n2\n"},
 		"negative offset":      {"read_file", `{"path":"f.txt","offset":-1}`, "Error executing read_file: offset and limit must not be negative"},
 		"negative limit":       {"read_file", `{"path":"f.txt","limit":-9223372036854775808}`, "Error executing read_file: offset and limit must not be negative"},
-		"depth huge":           {"list_dir", `{"depth":1e300}`, "Error executing list_dir: invalid arguments: depth is 1e300: it must be a whole number from -9223372036854775808 to 9223372036854775807"},
+		"depth huge":           {"list_dir", `{"depth":1e300}`, "Error executing list_dir: invalid arguments: depth: must be an integer from -9223372036854775808 to 9223372036854775807, not 1e300"},
 		"depth 2^63-1":         {"list_dir", `{"depth":9223372036854775807}`, "Error executing list_dir: depth 9223372036854775807 is out of range: use 1 to 5"},
 		"depth negative":       {"list_dir", `{"depth":-1}`, "Error executing list_dir: depth -1 is out of range: use 1 to 5"},
 		"max_entries huge":     {"list_dir", `{"max_entries":9223372036854775807}`, "f.txt (4 B)\n"},
