@@ -256,8 +256,8 @@ func TestPluginDescriptionLimits(t *testing.T) {
 	}
 }
 
-// What reaches the model is bounded and in the tool's words: a 10 MB
-// error is cut on a rune boundary, an unknown 5 MB key is quoted in part,
+// What reaches the model is bounded and in the tool's words: a 4 MiB
+// error is cut on a rune boundary, an unknown 1 MB key is quoted in part,
 // and the message size limits, in both directions, say which side was
 // too large.
 func TestFailuresAreBoundedAndPlain(t *testing.T) {
@@ -271,34 +271,33 @@ func TestFailuresAreBoundedAndPlain(t *testing.T) {
 	prefix := "Error executing huge_error: xé"
 	if !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, " bytes cut]") || !utf8.ValidString(got) ||
 		len(got) > len("Error executing huge_error: ")+toolcall.MaxMessage+32 {
-		t.Errorf("a 10 MB error came back as %d bytes: %.60q … %q", len(got), got, got[max(0, len(got)-40):])
+		t.Errorf("a 4 MiB error came back as %d bytes: %.60q … %q", len(got), got, got[max(0, len(got)-40):])
 	}
-	if want := fmt.Sprintf("... [%d bytes cut]", 1+2*(5<<20)-(toolcall.MaxMessage-1)); !strings.HasSuffix(got, want) {
+	if want := fmt.Sprintf("... [%d bytes cut]", 1+2*(2<<20)-(toolcall.MaxMessage-1)); !strings.HasSuffix(got, want) {
 		t.Errorf("the marker: %q, want %q", got[max(0, len(got)-40):], want)
 	}
 
-	key := strings.Repeat("k", 5_000_000)
-	want := `Error executing echo: invalid arguments: unexpected additional properties ["` + strings.Repeat("k", toolcall.MaxQuoted) + `…" (5000000 bytes)]`
+	key := strings.Repeat("k", 1_000_000)
+	want := `Error executing echo: invalid arguments: unexpected additional properties ["` + strings.Repeat("k", toolcall.MaxQuoted) + `…" (1000000 bytes)]`
 	if got := exec("echo", `{"text":"a","`+key+`":1}`); got != want {
-		t.Errorf("an unknown 5 MB key: %.200q", got)
+		t.Errorf("an unknown 1 MB key: %.200q", got)
 	}
 
 	for name, tc := range map[string]struct{ tool, args, want string }{
-		"result over the limit, sdk":   {"big", fmt.Sprintf(`{"n":%d}`, 65<<20), fmt.Sprintf("Error executing big: the result is %d bytes, larger than the 64 MiB limit", 65<<20)},
-		"result over the limit, gRPC":  {"huge_result", `{}`, "Error executing huge_result: the result is larger than the 64 MiB limit"},
-		"null":                         {"echo", `{"text":null}`, `Error executing echo: invalid arguments: text: type: null has type "null", want "string"`},
-		"object for a string":          {"echo", `{"text":{"a":1}}`, `Error executing echo: invalid arguments: text: type: {…} has type "object", want "string"`},
-		"integer out of Go's range":    {"sleep", `{"millis":1e30}`, "Error executing sleep: invalid arguments: millis: must be an integer from -9223372036854775808 to 9223372036854775807, not 1e+30"},
-		"number out of JSON's range":   {"sleep", `{"millis":1e400}`, "Error executing sleep: invalid arguments: millis: the number 1e400 is out of range"},
-		"invalid UTF-8, typed":         {"echo", "{\"text\":\"a\xffb\"}", `Error executing echo: invalid arguments: argument "text" is not valid UTF-8`},
-		"invalid UTF-8, host-checked":  {"loose", "{\"text\":\"a\xffb\"}", `Error executing loose: invalid arguments: argument "text" is not valid UTF-8`},
-		"lone surrogate escape":        {"echo", `{"text":"a\udc00b"}`, `Error executing echo: invalid arguments: argument "text" has an unpaired UTF-16 surrogate escape, which is not a character`},
-		"surrogate pair is fine":       {"echo", `{"text":"a\ud83d\ude00b"}`, "a😀b"},
-		"invalid UTF-8 in a name":      {"loose", "{\"te\xffxt\":\"a\"}", `Error executing loose: invalid arguments: an argument name is not valid UTF-8: "te\xffxt"`},
-		"unknown tool, long name":      {strings.Repeat("n", 1000), `{}`, "Error: tool not found: " + strings.Repeat("n", 256) + "... [744 bytes cut]"},
-		"arguments over the limit":     {"echo", `{"text":"` + strings.Repeat("a", 64<<20) + `"}`, fmt.Sprintf("Error executing echo: the arguments are %d bytes, larger than the 64 MiB limit", 64<<20+11)},
-		"the plugin still serves":      {"echo", `{"text":"fine"}`, "fine"},
-		"the hostile one still serves": {"huge_error", `{}`, got},
+		"result over the limit, sdk":  {"big", fmt.Sprintf(`{"n":%d}`, 65<<20), fmt.Sprintf("Error executing big: the result is %d bytes, larger than the 64 MiB limit", 65<<20)},
+		"result over the limit, gRPC": {"huge_result", `{}`, "Error executing huge_result: the result is larger than the 64 MiB limit"},
+		"null":                        {"echo", `{"text":null}`, `Error executing echo: invalid arguments: text: type: null has type "null", want "string"`},
+		"object for a string":         {"echo", `{"text":{"a":1}}`, `Error executing echo: invalid arguments: text: type: {…} has type "object", want "string"`},
+		"integer out of Go's range":   {"sleep", `{"millis":1e30}`, "Error executing sleep: invalid arguments: millis: must be an integer from -9223372036854775808 to 9223372036854775807, not 1e+30"},
+		"number out of JSON's range":  {"sleep", `{"millis":1e400}`, "Error executing sleep: invalid arguments: millis: the number 1e400 is out of range"},
+		"invalid UTF-8, typed":        {"echo", "{\"text\":\"a\xffb\"}", `Error executing echo: invalid arguments: argument "text" is not valid UTF-8`},
+		"invalid UTF-8, host-checked": {"loose", "{\"text\":\"a\xffb\"}", `Error executing loose: invalid arguments: argument "text" is not valid UTF-8`},
+		"lone surrogate escape":       {"echo", `{"text":"a\udc00b"}`, `Error executing echo: invalid arguments: argument "text" has an unpaired UTF-16 surrogate escape, which is not a character`},
+		"surrogate pair is fine":      {"echo", `{"text":"a\ud83d\ude00b"}`, "a😀b"},
+		"invalid UTF-8 in a name":     {"loose", "{\"te\xffxt\":\"a\"}", `Error executing loose: invalid arguments: an argument name is not valid UTF-8: "te\xffxt"`},
+		"unknown tool, long name":     {strings.Repeat("n", 1000), `{}`, "Error: tool not found: " + strings.Repeat("n", 256) + "... [744 bytes cut]"},
+		"arguments over the limit":    {"echo", `{"text":"` + strings.Repeat("a", 64<<20) + `"}`, fmt.Sprintf("Error executing echo: the arguments are %d bytes, larger than the 64 MiB limit", 64<<20+11)},
+		"the plugin still serves":     {"echo", `{"text":"fine"}`, "fine"},
 	} {
 		if got := exec(tc.tool, tc.args); got != tc.want {
 			t.Errorf("%s: %s(%.40s…)\n got %.300q\nwant %.300q", name, tc.tool, tc.args, got, tc.want)

@@ -10,7 +10,7 @@
 //	names     a plugin name, version, tool description and log line with
 //	          newlines and ANSI escapes, and a tool name with a newline
 //	builtin   the built-in read_file, and a tool of its own
-//	errors    a tool failing with a 10 MB message, one answering 66 MiB
+//	errors    a tool failing with a 4 MiB message, one answering 66 MiB
 package main
 
 import (
@@ -75,7 +75,7 @@ func (s *server) Execute(_ context.Context, req *toolv1.ExecuteRequest) (*toolv1
 	switch req.GetTool() {
 	case "huge_error":
 		// Two-byte runes, so that a cut in the middle of one shows.
-		return &toolv1.ExecuteResponse{Error: "x" + strings.Repeat("é", 5<<20)}, nil
+		return &toolv1.ExecuteResponse{Error: "x" + strings.Repeat("é", 2<<20)}, nil
 	case "huge_result":
 		return &toolv1.ExecuteResponse{Result: strings.Repeat("x", 66<<20)}, nil
 	}
