@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -132,6 +133,13 @@ func IsolateCache() {
 	dir, err := os.MkdirTemp("", "agenthost-cache-")
 	if err != nil {
 		panic(err)
+	}
+	// Go's build cache lives under the user cache directory too: keep
+	// the one the tests were built with, or every plugin build starts cold.
+	if os.Getenv("GOCACHE") == "" {
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+		}
 	}
 	os.Setenv("XDG_CACHE_HOME", dir)
 	mu.Lock()
