@@ -1,0 +1,229 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+var probe = sync.OnceValue(func() Support {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		var err error = errno
+		switch errno {
+		case syscall.ENOSYS:
+			err = errors.New("the kernel was built without it")
+		case syscall.EOPNOTSUPP:
+			err = errors.New("it is not enabled (add landlock to the kernel's lsm= boot parameter)")
+		}
+		return Support{Err: err}
+	}
+	return Support{ABI: int(v)}
+})
+
+// Probe asks the kernel which Landlock ABI it supports (the
+// landlock_create_ruleset version query), once per process.
+func Probe() Support { return probe() }
+
+// Rights of a rule on a directory, by Access, and which of them a rule on
+// a file may carry.
+const (
+	fsRead    = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	fsExecute = unix.LANDLOCK_ACCESS_FS_EXECUTE
+	fsWrite   = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REFER
+	fsFileOnly = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
+		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// handledFS is every file-system right the kernel knows at abi: all of
+// them are denied unless a rule allows them.
+func handledFS(abi int) uint64 {
+	h := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_SYM<<1 - 1) // ABI 1: bits 0 to 12
+	if abi >= 2 {
+		h |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		h |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return h
+}
+
+func (a Access) rights() uint64 {
+	var r uint64
+	if a&Read != 0 {
+		r |= fsRead
+	}
+	if a&Write != 0 {
+		r |= fsWrite
+	}
+	if a&Execute != 0 {
+		r |= fsExecute
+	}
+	return r
+}
+
+// ruleset builds the kernel's ruleset for p at abi and returns its file
+// descriptor (close-on-exec).
+func (p *Policy) ruleset(abi int) (int, error) {
+	attr := unix.LandlockRulesetAttr{Access_fs: handledFS(abi)}
+	if abi >= 4 {
+		attr.Access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP
+		if !p.Network {
+			attr.Access_net |= unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		}
+	}
+	if abi >= 6 {
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	// The size tells the kernel which fields the caller knows: older
+	// kernels reject fields they do not.
+	size := unsafe.Sizeof(attr)
+	switch {
+	case abi < 4:
+		size = unsafe.Offsetof(attr.Access_net)
+	case abi < 6:
+		size = unsafe.Offsetof(attr.Scoped)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return -1, fmt.Errorf("creating the Landlock ruleset: %w", errno)
+	}
+	for _, r := range p.Rules {
+		if err := addRule(int(fd), r, attr.Access_fs); err != nil {
+			unix.Close(int(fd))
+			return -1, err
+		}
+	}
+	return int(fd), nil
+}
+
+// addRule adds r to the ruleset; a path that does not exist is skipped.
+func addRule(ruleset int, r Rule, handled uint64) error {
+	rights := r.Access.rights() & handled
+	if rights == 0 {
+		return nil
+	}
+	fd := -1
+	if r.File != nil {
+		fd = int(r.File.Fd())
+	} else {
+		var err error
+		fd, err = unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox rule on %s: %w", r.Path, err)
+		}
+		defer unix.Close(fd)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("sandbox rule on %s: %w", r.Path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= fsFileOnly
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	runtime.KeepAlive(r.File)
+	if errno != 0 {
+		return fmt.Errorf("sandbox rule on %s: %w", r.Path, errno)
+	}
+	return nil
+}
+
+// Start starts cmd inside p: the process begins, and stays, confined to
+// what p allows, and so does every process it starts. It returns
+// ErrUnsupported, starting nothing, when the kernel has no Landlock; the
+// caller decides whether to run the command unconfined. On a kernel with
+// an older ABI, what that ABI can restrict is (Support.Missing says what
+// is not).
+func Start(cmd *exec.Cmd, p *Policy) error {
+	s := Probe()
+	if !s.Enforced() {
+		return ErrUnsupported
+	}
+	ruleset, err := p.ruleset(s.ABI)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ruleset)
+	done := make(chan error, 1)
+	go func() {
+		// The thread is never unlocked: once restricted, it must run
+		// nothing else, and the runtime ends a thread whose goroutine
+		// returns while locked to it. Threads the runtime makes later are
+		// made by its template thread, not by this one, so they start
+		// unrestricted.
+		runtime.LockOSThread()
+		done <- startRestricted(cmd, ruleset)
+	}()
+	return <-done
+}
+
+// startRestricted restricts the calling thread to ruleset and starts cmd
+// from it. no_new_privs, which Landlock requires of an unprivileged
+// caller, is set on the thread too, and inherited: a set-user-ID program
+// the command runs gains no privileges.
+func startRestricted(cmd *exec.Cmd, ruleset int) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
+		return fmt.Errorf("enforcing the Landlock ruleset: %w", errno)
+	}
+	return cmd.Start()
+}
+
+// dropCapabilities empties the calling thread's capability bounding,
+// inheritable and ambient sets, so that a program it starts runs with no
+// capability even when the host runs as root: executing a program as
+// root grants the bounding set, and capabilities such as CAP_SYS_PTRACE
+// or CAP_DAC_OVERRIDE would let it around what the ruleset leaves to the
+// kernel's ordinary checks (another process's environment in /proc, say).
+// A host without capabilities has nothing to drop.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	if data[0].Permitted == 0 && data[1].Permitted == 0 && data[0].Inheritable == 0 && data[1].Inheritable == 0 && os.Geteuid() != 0 {
+		return nil
+	}
+	for c := 0; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the last capability
+			}
+			return fmt.Errorf("dropping capability %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clearing inheritable capabilities: %w", err)
+	}
+	return nil
+}

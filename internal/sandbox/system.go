@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"bufio"
+	"debug/elf"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// programDirs hold programs and their shared libraries.
+var programDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/nix/store"}
+
+// System returns the rules a program needs to run and nothing more: read
+// access to the directories of shared libraries and programs, to /etc
+// (name service, time zones, certificates), and to the harmless devices
+// (/dev/null, which may be written too, /dev/zero, /dev/full,
+// /dev/random, /dev/urandom), and to /proc, which runtimes read of
+// themselves (/proc/self). Neither the home directory nor /tmp is among
+// them. In /proc, what could serve an attack on another process — its
+// memory, environment, open files — is guarded by the kernel's ptrace
+// check, which Landlock answers no for any process outside the sandbox.
+//
+// With programs, the program directories may be executed too: that is
+// what running other programs takes. Without it, a process may execute
+// only the files that rules name (see Interpreters).
+func System(programs bool) []Rule {
+	dirAccess := Read
+	if programs {
+		dirAccess |= Execute
+	}
+	var rules []Rule
+	for _, d := range programDirs {
+		rules = append(rules, Rule{Path: d, Access: dirAccess})
+	}
+	rules = append(rules,
+		Rule{Path: "/etc", Access: Read},
+		Rule{Path: "/dev/null", Access: Read | Write},
+		Rule{Path: "/dev/full", Access: Read | Write},
+		Rule{Path: "/dev/zero", Access: Read},
+		Rule{Path: "/dev/random", Access: Read},
+		Rule{Path: "/dev/urandom", Access: Read},
+		Rule{Path: "/proc", Access: Read},
+	)
+	return rules
+}
+
+// Interpreters returns what the kernel runs, besides f itself, to execute
+// the program in f: the dynamic loader an ELF binary names, or the
+// interpreter a "#!" script names (with its own loader, and the program
+// "/usr/bin/env NAME" finds in path). A sandboxed process needs Execute on
+// them to start at all. f is read with ReadAt, so its offset does not
+// move.
+func Interpreters(f *os.File, path string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(r io.ReaderAt, depth int)
+	add := func(p string, depth int) {
+		if p == "" || seen[p] || depth > 3 {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+		if g, err := os.Open(p); err == nil {
+			visit(g, depth+1)
+			g.Close()
+		}
+	}
+	visit = func(r io.ReaderAt, depth int) {
+		head := make([]byte, 256)
+		n, _ := r.ReadAt(head, 0)
+		head = head[:n]
+		if strings.HasPrefix(string(head), "#!") {
+			line, _, _ := strings.Cut(string(head[2:]), "\n")
+			fields := strings.Fields(line)
+			if len(fields) == 0 {
+				return
+			}
+			add(fields[0], depth)
+			if filepath.Base(fields[0]) == "env" && len(fields) > 1 && !strings.HasPrefix(fields[1], "-") {
+				if found, err := lookPath(fields[1], path); err == nil {
+					add(found, depth)
+				}
+			}
+			return
+		}
+		e, err := elf.NewFile(r)
+		if err != nil {
+			return
+		}
+		for _, prog := range e.Progs {
+			if prog.Type != elf.PT_INTERP {
+				continue
+			}
+			s, err := io.ReadAll(bufio.NewReader(prog.Open()))
+			if err == nil {
+				add(strings.TrimRight(string(s), "\x00"), depth)
+			}
+		}
+	}
+	visit(f, 0)
+	return out
+}
+
+// lookPath finds name in the directories of pathList (a PATH value), as
+// env would.
+func lookPath(name, pathList string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
