@@ -5,5 +5,7 @@ package main
 import "github.com/agenthost/agenthost/sdk"
 
 func main() {
+	// A command's watchdog is this program too; see watchdogArg.
+	runIfWatchdog()
 	sdk.Serve(runBash)
 }

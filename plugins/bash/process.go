@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,24 +11,18 @@ import (
 )
 
 const (
-	// killGrace is how long a timed-out command's process group has
-	// between SIGTERM and SIGKILL.
+	// killGrace is how long a timed-out command has between SIGTERM and
+	// SIGKILL.
 	killGrace = 2 * time.Second
 	// pipeGrace is how long output may still arrive after the shell has
 	// exited, from background processes that hold its stdout or stderr.
-	// Then the group is killed.
+	// Then everything the command started is killed.
 	pipeGrace = 200 * time.Millisecond
-	// drainGrace bounds the wait for the pipes to close after the group
-	// has been killed: a process that left the group (setsid) may hold
-	// them open for ever, and the call does not wait for it.
+	// drainGrace bounds the wait for the pipes to close after the
+	// command's processes have been killed: a process out of reach may
+	// hold them open for ever, and the call does not wait for it.
 	drainGrace = 100 * time.Millisecond
 )
-
-// watchdogScript is run by the guard of each command's process group. It
-// ignores the signals a timeout or the command itself sends the group,
-// and kills the group when its stdin, the plugin's end of a pipe, closes:
-// when the plugin exits or dies, however it dies.
-const watchdogScript = `trap '' TERM INT HUP QUIT; read -r line; kill -9 0`
 
 // stopReason says why a command did not end on its own.
 type stopReason int
@@ -67,62 +60,29 @@ type outcome struct {
 // pipes of its own, and returns when the shell has ended and every
 // process it left behind has been killed.
 //
-// The command runs in a process group of its own, led by a watchdog
-// started first: the group outlives neither the call nor the plugin, and
-// since the watchdog is reaped only after the last signal to the group,
-// the group's ID cannot have passed to unrelated processes meanwhile.
+// The shell runs under a watchdog (see startWatchdog), which outlives
+// the shell and kills what it leaves behind, also when the plugin dies.
+// The handle on the watchdog holds the pipes' read ends.
 //
 // The shell ends one of two ways:
 //   - It exits. Output still arrives for pipeGrace from background
-//     processes holding the pipes; then the whole group is killed.
-//   - j.timeout passes or ctx is done. The group gets SIGTERM, and
+//     processes holding the pipes; then every process the command
+//     started is killed.
+//   - j.timeout passes or ctx is done. The command gets SIGTERM, and
 //     SIGKILL when it has not finished (the shell exited and the pipes
 //     closed) within killGrace.
 func run(ctx context.Context, j job) (*outcome, error) {
-	lifeline, watchdog, err := startWatchdog()
+	w, err := startWatchdog(j)
 	if err != nil {
-		return nil, fmt.Errorf("starting the process group's watchdog: %w", err)
+		return nil, err
 	}
-	pgid := watchdog.Process.Pid
-	defer func() {
-		signalGroup(pgid, syscall.SIGKILL)
-		_ = watchdog.Wait()
-		lifeline.Close()
-	}()
+	stdoutR, stderrR := w.stdout, w.stderr
+	defer stdoutR.Close()
+	defer stderrR.Close()
+	defer w.kill()
+	start := time.Now()
 
 	out := &outcome{stdout: newCapture(streamLimit/2, streamLimit/2), stderr: newCapture(streamLimit/2, streamLimit/2)}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer stdoutR.Close()
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdoutW.Close()
-		return nil, err
-	}
-	defer stderrR.Close()
-
-	cmd := &exec.Cmd{
-		Path: j.shell,
-		Args: []string{j.shell, "-c", j.command},
-		Dir:  j.dir,
-		Env:  j.env,
-		// Stdin nil is /dev/null.
-		Stdout:      stdoutW,
-		Stderr:      stderrW,
-		SysProcAttr: sysProcAttr(pgid),
-	}
-	start := time.Now()
-	err = cmd.Start()
-	// The shell has its own copies of the write ends now; ours must go,
-	// or the pipes would never reach end of file.
-	stdoutW.Close()
-	stderrW.Close()
-	if err != nil {
-		return nil, err
-	}
-
 	outputDone := make(chan struct{})
 	go func() {
 		defer close(outputDone)
@@ -132,17 +92,10 @@ func run(ctx context.Context, j job) (*outcome, error) {
 		<-copied
 	}()
 
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		defer close(exited)
-		waitErr = cmd.Wait()
-	}()
-
 	timer := time.NewTimer(j.timeout)
 	defer timer.Stop()
 	select {
-	case <-exited:
+	case <-w.exited():
 	case <-timer.C:
 		out.stopped = stoppedByTimeout
 	case <-ctx.Done():
@@ -158,62 +111,38 @@ func run(ctx context.Context, j job) (*outcome, error) {
 	if out.stopped == notStopped {
 		waitFor(pipeGrace, outputDone)
 	} else {
-		signalGroup(pgid, syscall.SIGTERM)
-		waitFor(killGrace, exited, outputDone)
+		w.terminate()
+		waitFor(killGrace, w.exited(), outputDone)
 	}
-	signalGroup(pgid, syscall.SIGKILL)
-	<-exited
+	w.kill()
+	<-w.exited()
 	if !waitFor(drainGrace, outputDone) {
-		// Something outside the group holds the pipes: stop reading.
+		// Something out of reach holds the pipes: stop reading.
 		stopReading(stdoutR)
 		stopReading(stderrR)
 		<-outputDone
 	}
 	out.duration = time.Since(start)
 
-	var exitErr *exec.ExitError
-	switch {
-	case waitErr == nil:
-	case errors.As(waitErr, &exitErr):
-		out.status, _ = exitErr.Sys().(syscall.WaitStatus)
-	default:
-		return nil, waitErr
+	if out.status, err = w.status(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// startWatchdog starts the leader of a new process group, which kills
-// the group when lifeline, the write end of its stdin, is closed. The
-// caller keeps lifeline open while the group must live; close-on-exec
-// keeps it from every other process.
-func startWatchdog() (lifeline *os.File, watchdog *exec.Cmd, err error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
+// shellCommand returns the command that runs j's shell, with stdin from
+// /dev/null.
+func shellCommand(j job, stdout, stderr *os.File, attr *syscall.SysProcAttr) *exec.Cmd {
+	return &exec.Cmd{
+		Path: j.shell,
+		Args: []string{j.shell, "-c", j.command},
+		Dir:  j.dir,
+		Env:  j.env,
+		// Stdin nil is /dev/null.
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: attr,
 	}
-	sh := "/bin/sh"
-	if _, err := os.Stat(sh); err != nil {
-		if sh, err = exec.LookPath("bash"); err != nil {
-			r.Close()
-			w.Close()
-			return nil, nil, err
-		}
-	}
-	watchdog = &exec.Cmd{
-		Path:        sh,
-		Args:        []string{sh, "-c", watchdogScript},
-		Env:         []string{},
-		Dir:         "/",
-		Stdin:       r,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
-	err = watchdog.Start()
-	r.Close()
-	if err != nil {
-		w.Close()
-		return nil, nil, err
-	}
-	return w, watchdog, nil
 }
 
 // copyOutput reads a pipe into c until end of file, or until reading
@@ -249,10 +178,4 @@ func waitFor(d time.Duration, chans ...<-chan struct{}) bool {
 		}
 	}
 	return true
-}
-
-// signalGroup sends sig to every process in group pgid. A group that no
-// longer exists is not an error.
-func signalGroup(pgid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig)
 }

@@ -497,7 +497,8 @@ func TestRunBashSpec(t *testing.T) {
 }
 
 // A process that leaves the command's process group and holds its pipes
-// does not keep the call waiting either; it is out of reach, and the
+// does not keep the call waiting either. On Linux the watchdog kills it
+// (see TestRunBashLeavesNothing); elsewhere it is out of reach, and the
 // test kills it.
 func TestRunBashEscapedChild(t *testing.T) {
 	t.Parallel()
@@ -531,6 +532,9 @@ func killProcessesWith(marker string) {
 const helperEnv = "AGENTHOST_BASH_TEST_COMMAND"
 
 func TestMain(m *testing.M) {
+	// The test binary stands for the plugin, and so is the watchdog of
+	// each command too.
+	runIfWatchdog()
 	if command := os.Getenv(helperEnv); command != "" {
 		ctx := sdk.WithRoots(context.Background(), []string{os.TempDir()})
 		args, _ := json.Marshal(map[string]any{"command": command})
@@ -570,6 +574,34 @@ func BenchmarkRunBashEcho(b *testing.B) {
 	ctx := sdk.WithRoots(b.Context(), []string{b.TempDir()})
 	args := json.RawMessage(`{"command":"echo hi"}`)
 	for b.Loop() {
+		if _, err := runBash.Execute(ctx, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunBashTrue measures commands that do nothing, back to back:
+// what a command costs beyond its own work (the shell, the watchdog, the
+// clean-up) when calls come faster than a spare watchdog starts.
+func BenchmarkRunBashTrue(b *testing.B) {
+	ctx := sdk.WithRoots(b.Context(), []string{b.TempDir()})
+	args := json.RawMessage(`{"command":"true"}`)
+	for b.Loop() {
+		if _, err := runBash.Execute(ctx, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunBashTrueIdle measures a command that does nothing, run
+// after a pause, as a model's calls come: the time of the call alone.
+func BenchmarkRunBashTrueIdle(b *testing.B) {
+	ctx := sdk.WithRoots(b.Context(), []string{b.TempDir()})
+	args := json.RawMessage(`{"command":"true"}`)
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(100 * time.Millisecond)
+		b.StartTimer()
 		if _, err := runBash.Execute(ctx, args); err != nil {
 			b.Fatal(err)
 		}
