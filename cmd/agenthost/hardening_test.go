@@ -45,7 +45,7 @@ func TestListingsCannotBeForged(t *testing.T) {
 
 	r = runCLI(t, "", "--plugins", dir, "plugins")
 	want = filepath.Join(dir, host.PluginPrefix+"hostile-names") + "\n" +
-		`  "evil\n[WARN] forged line \x1b[31mred" "1.0\x1b[2J" (protocol 1.2)` + "\n" +
+		`  "evil\n[WARN] forged line \x1b[31mred" "1.0\x1b[2J" (protocol 1.3)` + "\n" +
 		"  tools: fine\n" +
 		`  refused: invalid tool: name "bad\nname" must match ^[a-zA-Z0-9_-]{1,64}$` + "\n" +
 		`"` + filepath.Join(dir, "agenthost-plugin-x") + `\n[ERROR] forged\x1b[31m"` + "\n" +

@@ -36,6 +36,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RootAccess is what the plugin does in the host's workspace roots (the
+// workspace_roots of each ExecuteRequest).
+type Permissions_RootAccess int32
+
+const (
+	// What the host gives a plugin that does not say: read and write.
+	Permissions_ROOTS_DEFAULT Permissions_RootAccess = 0
+	// The plugin touches nothing in the roots.
+	Permissions_ROOTS_NONE Permissions_RootAccess = 1
+	// The plugin reads in the roots and writes nothing there.
+	Permissions_ROOTS_READ Permissions_RootAccess = 2
+	// The plugin reads and writes in the roots.
+	Permissions_ROOTS_READ_WRITE Permissions_RootAccess = 3
+)
+
+// Enum value maps for Permissions_RootAccess.
+var (
+	Permissions_RootAccess_name = map[int32]string{
+		0: "ROOTS_DEFAULT",
+		1: "ROOTS_NONE",
+		2: "ROOTS_READ",
+		3: "ROOTS_READ_WRITE",
+	}
+	Permissions_RootAccess_value = map[string]int32{
+		"ROOTS_DEFAULT":    0,
+		"ROOTS_NONE":       1,
+		"ROOTS_READ":       2,
+		"ROOTS_READ_WRITE": 3,
+	}
+)
+
+func (x Permissions_RootAccess) Enum() *Permissions_RootAccess {
+	p := new(Permissions_RootAccess)
+	*p = x
+	return p
+}
+
+func (x Permissions_RootAccess) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Permissions_RootAccess) Descriptor() protoreflect.EnumDescriptor {
+	return file_tool_proto_enumTypes[0].Descriptor()
+}
+
+func (Permissions_RootAccess) Type() protoreflect.EnumType {
+	return &file_tool_proto_enumTypes[0]
+}
+
+func (x Permissions_RootAccess) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Permissions_RootAccess.Descriptor instead.
+func (Permissions_RootAccess) EnumDescriptor() ([]byte, []int) {
+	return file_tool_proto_rawDescGZIP(), []int{2, 0}
+}
+
 type DescribeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The protocol minor version the host speaks.
@@ -90,6 +148,10 @@ type DescribeResponse struct {
 	// The protocol minor version the plugin speaks.
 	ProtocolMinor uint32      `protobuf:"varint,3,opt,name=protocol_minor,json=protocolMinor,proto3" json:"protocol_minor,omitempty"`
 	Tools         []*ToolSpec `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	// What the plugin's process needs beyond what the host gives every
+	// plugin. A plugin older than protocol 1.3 leaves it unset, which
+	// declares nothing, as an empty Permissions does. Since protocol 1.3.
+	Permissions   *Permissions `protobuf:"bytes,5,opt,name=permissions,proto3" json:"permissions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -152,6 +214,117 @@ func (x *DescribeResponse) GetTools() []*ToolSpec {
 	return nil
 }
 
+func (x *DescribeResponse) GetPermissions() *Permissions {
+	if x != nil {
+		return x.Permissions
+	}
+	return nil
+}
+
+// Permissions declare what a plugin's process needs: access to the
+// workspace roots and to other paths, the network, other programs, the
+// session context file. The host may confine the process to its
+// declaration (on Linux with Landlock) and show it to the user. A field
+// left at its zero value asks for nothing beyond the host's default.
+//
+// A path is absolute, or starts with "~/" (in the user's home directory),
+// or is "$TMPDIR" or starts with "$TMPDIR/" (the temporary directory, as
+// the host sees it); the host expands those prefixes. A path may name a
+// file or a directory: a directory's grant covers everything under it. A
+// path holds no ".." element.
+type Permissions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Roots Permissions_RootAccess `protobuf:"varint,1,opt,name=roots,proto3,enum=agenthost.tool.v1.Permissions_RootAccess" json:"roots,omitempty"`
+	// Paths outside the roots that the plugin reads: for a directory,
+	// everything under it.
+	ReadPaths []string `protobuf:"bytes,2,rep,name=read_paths,json=readPaths,proto3" json:"read_paths,omitempty"`
+	// Paths outside the roots that the plugin reads and writes (creates,
+	// replaces, removes): for a directory, everything under it.
+	WritePaths []string `protobuf:"bytes,3,rep,name=write_paths,json=writePaths,proto3" json:"write_paths,omitempty"`
+	// The plugin opens outbound TCP connections.
+	Network bool `protobuf:"varint,4,opt,name=network,proto3" json:"network,omitempty"`
+	// The plugin runs other programs.
+	Exec bool `protobuf:"varint,5,opt,name=exec,proto3" json:"exec,omitempty"`
+	// The plugin writes the host's session context file
+	// (GetStateResponse.session_context_file_path). The file is replaced
+	// atomically, so the grant covers the directory that holds it.
+	SessionFile   bool `protobuf:"varint,6,opt,name=session_file,json=sessionFile,proto3" json:"session_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Permissions) Reset() {
+	*x = Permissions{}
+	mi := &file_tool_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Permissions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Permissions) ProtoMessage() {}
+
+func (x *Permissions) ProtoReflect() protoreflect.Message {
+	mi := &file_tool_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Permissions.ProtoReflect.Descriptor instead.
+func (*Permissions) Descriptor() ([]byte, []int) {
+	return file_tool_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Permissions) GetRoots() Permissions_RootAccess {
+	if x != nil {
+		return x.Roots
+	}
+	return Permissions_ROOTS_DEFAULT
+}
+
+func (x *Permissions) GetReadPaths() []string {
+	if x != nil {
+		return x.ReadPaths
+	}
+	return nil
+}
+
+func (x *Permissions) GetWritePaths() []string {
+	if x != nil {
+		return x.WritePaths
+	}
+	return nil
+}
+
+func (x *Permissions) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
+func (x *Permissions) GetExec() bool {
+	if x != nil {
+		return x.Exec
+	}
+	return false
+}
+
+func (x *Permissions) GetSessionFile() bool {
+	if x != nil {
+		return x.SessionFile
+	}
+	return false
+}
+
 // ToolSpec describes one tool.
 type ToolSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -179,7 +352,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_tool_proto_msgTypes[2]
+	mi := &file_tool_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +364,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[2]
+	mi := &file_tool_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +377,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{2}
+	return file_tool_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -270,7 +443,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_tool_proto_msgTypes[3]
+	mi := &file_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -282,7 +455,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[3]
+	mi := &file_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -295,7 +468,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{3}
+	return file_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Annotations) GetReadOnly() bool {
@@ -347,7 +520,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_tool_proto_msgTypes[4]
+	mi := &file_tool_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +532,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[4]
+	mi := &file_tool_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +545,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{4}
+	return file_tool_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExecuteRequest) GetTool() string {
@@ -423,7 +596,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_tool_proto_msgTypes[5]
+	mi := &file_tool_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +608,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[5]
+	mi := &file_tool_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +621,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{5}
+	return file_tool_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExecuteResponse) GetResult() string {
@@ -475,7 +648,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_tool_proto_msgTypes[6]
+	mi := &file_tool_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +660,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[6]
+	mi := &file_tool_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +673,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{6}
+	return file_tool_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetStateRequest) GetCallId() uint64 {
@@ -521,7 +694,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_tool_proto_msgTypes[7]
+	mi := &file_tool_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +706,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[7]
+	mi := &file_tool_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +719,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{7}
+	return file_tool_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetStateResponse) GetSystemPrompt() string {
@@ -577,13 +750,31 @@ const file_tool_proto_rawDesc = "" +
 	"\n" +
 	"tool.proto\x12\x11agenthost.tool.v1\"8\n" +
 	"\x0fDescribeRequest\x12%\n" +
-	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\"\xb4\x01\n" +
+	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\"\xf6\x01\n" +
 	"\x10DescribeResponse\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12%\n" +
 	"\x0eprotocol_minor\x18\x03 \x01(\rR\rprotocolMinor\x121\n" +
-	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\"\x90\x02\n" +
+	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\x12@\n" +
+	"\vpermissions\x18\x05 \x01(\v2\x1e.agenthost.tool.v1.PermissionsR\vpermissions\"\xb6\x02\n" +
+	"\vPermissions\x12?\n" +
+	"\x05roots\x18\x01 \x01(\x0e2).agenthost.tool.v1.Permissions.RootAccessR\x05roots\x12\x1d\n" +
+	"\n" +
+	"read_paths\x18\x02 \x03(\tR\treadPaths\x12\x1f\n" +
+	"\vwrite_paths\x18\x03 \x03(\tR\n" +
+	"writePaths\x12\x18\n" +
+	"\anetwork\x18\x04 \x01(\bR\anetwork\x12\x12\n" +
+	"\x04exec\x18\x05 \x01(\bR\x04exec\x12!\n" +
+	"\fsession_file\x18\x06 \x01(\bR\vsessionFile\"U\n" +
+	"\n" +
+	"RootAccess\x12\x11\n" +
+	"\rROOTS_DEFAULT\x10\x00\x12\x0e\n" +
+	"\n" +
+	"ROOTS_NONE\x10\x01\x12\x0e\n" +
+	"\n" +
+	"ROOTS_READ\x10\x02\x12\x14\n" +
+	"\x10ROOTS_READ_WRITE\x10\x03\"\x90\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
@@ -635,31 +826,36 @@ func file_tool_proto_rawDescGZIP() []byte {
 	return file_tool_proto_rawDescData
 }
 
-var file_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_tool_proto_goTypes = []any{
-	(*DescribeRequest)(nil),  // 0: agenthost.tool.v1.DescribeRequest
-	(*DescribeResponse)(nil), // 1: agenthost.tool.v1.DescribeResponse
-	(*ToolSpec)(nil),         // 2: agenthost.tool.v1.ToolSpec
-	(*Annotations)(nil),      // 3: agenthost.tool.v1.Annotations
-	(*ExecuteRequest)(nil),   // 4: agenthost.tool.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),  // 5: agenthost.tool.v1.ExecuteResponse
-	(*GetStateRequest)(nil),  // 6: agenthost.tool.v1.GetStateRequest
-	(*GetStateResponse)(nil), // 7: agenthost.tool.v1.GetStateResponse
+	(Permissions_RootAccess)(0), // 0: agenthost.tool.v1.Permissions.RootAccess
+	(*DescribeRequest)(nil),     // 1: agenthost.tool.v1.DescribeRequest
+	(*DescribeResponse)(nil),    // 2: agenthost.tool.v1.DescribeResponse
+	(*Permissions)(nil),         // 3: agenthost.tool.v1.Permissions
+	(*ToolSpec)(nil),            // 4: agenthost.tool.v1.ToolSpec
+	(*Annotations)(nil),         // 5: agenthost.tool.v1.Annotations
+	(*ExecuteRequest)(nil),      // 6: agenthost.tool.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),     // 7: agenthost.tool.v1.ExecuteResponse
+	(*GetStateRequest)(nil),     // 8: agenthost.tool.v1.GetStateRequest
+	(*GetStateResponse)(nil),    // 9: agenthost.tool.v1.GetStateResponse
 }
 var file_tool_proto_depIdxs = []int32{
-	2, // 0: agenthost.tool.v1.DescribeResponse.tools:type_name -> agenthost.tool.v1.ToolSpec
-	3, // 1: agenthost.tool.v1.ToolSpec.annotations:type_name -> agenthost.tool.v1.Annotations
-	0, // 2: agenthost.tool.v1.ToolPlugin.Describe:input_type -> agenthost.tool.v1.DescribeRequest
-	4, // 3: agenthost.tool.v1.ToolPlugin.Execute:input_type -> agenthost.tool.v1.ExecuteRequest
-	6, // 4: agenthost.tool.v1.Host.GetState:input_type -> agenthost.tool.v1.GetStateRequest
-	1, // 5: agenthost.tool.v1.ToolPlugin.Describe:output_type -> agenthost.tool.v1.DescribeResponse
-	5, // 6: agenthost.tool.v1.ToolPlugin.Execute:output_type -> agenthost.tool.v1.ExecuteResponse
-	7, // 7: agenthost.tool.v1.Host.GetState:output_type -> agenthost.tool.v1.GetStateResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	4, // 0: agenthost.tool.v1.DescribeResponse.tools:type_name -> agenthost.tool.v1.ToolSpec
+	3, // 1: agenthost.tool.v1.DescribeResponse.permissions:type_name -> agenthost.tool.v1.Permissions
+	0, // 2: agenthost.tool.v1.Permissions.roots:type_name -> agenthost.tool.v1.Permissions.RootAccess
+	5, // 3: agenthost.tool.v1.ToolSpec.annotations:type_name -> agenthost.tool.v1.Annotations
+	1, // 4: agenthost.tool.v1.ToolPlugin.Describe:input_type -> agenthost.tool.v1.DescribeRequest
+	6, // 5: agenthost.tool.v1.ToolPlugin.Execute:input_type -> agenthost.tool.v1.ExecuteRequest
+	8, // 6: agenthost.tool.v1.Host.GetState:input_type -> agenthost.tool.v1.GetStateRequest
+	2, // 7: agenthost.tool.v1.ToolPlugin.Describe:output_type -> agenthost.tool.v1.DescribeResponse
+	7, // 8: agenthost.tool.v1.ToolPlugin.Execute:output_type -> agenthost.tool.v1.ExecuteResponse
+	9, // 9: agenthost.tool.v1.Host.GetState:output_type -> agenthost.tool.v1.GetStateResponse
+	7, // [7:10] is the sub-list for method output_type
+	4, // [4:7] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_tool_proto_init() }
@@ -672,13 +868,14 @@ func file_tool_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tool_proto_rawDesc), len(file_tool_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   8,
+			NumEnums:      1,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
 		GoTypes:           file_tool_proto_goTypes,
 		DependencyIndexes: file_tool_proto_depIdxs,
+		EnumInfos:         file_tool_proto_enumTypes,
 		MessageInfos:      file_tool_proto_msgTypes,
 	}.Build()
 	File_tool_proto = out.File
