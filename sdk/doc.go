@@ -62,6 +62,18 @@
 //   - A process a tool starts must not inherit the plugin's stdout or
 //     stderr; when the host dies, the plugin's process group is killed.
 //
+// A plugin declares what its process needs (access to the workspace
+// roots, other paths, the network, other programs) by serving with
+// [ServePlugin] and a [Permissions]; the host may confine the process to
+// that declaration and show it to the user. [Serve] declares nothing,
+// which leaves the host's defaults. Declare what the tools touch, and no
+// more; greet touches no file at all:
+//
+//	sdk.ServePlugin(sdk.Plugin{
+//		Tools:       []sdk.Tool{sdk.NewTool(sdk.Info{Name: "greet", ...}, greet)},
+//		Permissions: sdk.Permissions{Roots: sdk.RootsNone},
+//	})
+//
 // The wire protocol is in the toolv1 package: a plugin in another language
 // implements its ToolPlugin service behind go-plugin's handshake.
 package sdk

@@ -35,6 +35,29 @@ func ExampleServe() {
 	sdk.Serve(greetTool)
 }
 
+// A plugin that declares what its process needs serves with ServePlugin:
+// greet touches no file in the workspace and nothing else either.
+func ExampleServePlugin() {
+	sdk.ServePlugin(sdk.Plugin{
+		Tools:       []sdk.Tool{greetTool},
+		Permissions: sdk.Permissions{Roots: sdk.RootsNone},
+	})
+}
+
+// A declaration reads as a short list, the way a host shows it.
+func ExamplePermissions_String() {
+	fmt.Println(sdk.Permissions{})
+	fmt.Println(sdk.Permissions{
+		Roots:   sdk.RootsRead,
+		Read:    []string{"~/.config/greet"},
+		Write:   []string{"$TMPDIR"},
+		Network: true,
+	})
+	// Output:
+	// nothing beyond the defaults
+	// roots read-only, read ~/.config/greet, write $TMPDIR, network
+}
+
 // A tool built with NewTool can be called in-process too, which is how its
 // tests call it.
 func ExampleNewTool() {

@@ -25,19 +25,52 @@ import (
 //
 //	func main() { sdk.Serve(readFile, writeFile) }
 //
+// Serve declares no [Permissions]: the host gives the process its
+// defaults. A plugin that needs less or more says so with [ServePlugin].
+// Serve is ServePlugin(Plugin{Tools: tools}).
+func Serve(tools ...Tool) {
+	ServePlugin(Plugin{Tools: tools})
+}
+
+// Plugin is what a plugin binary serves: its tools, and the permissions
+// its process needs to run them.
+type Plugin struct {
+	// Tools are the tools the plugin serves. Each has a valid name of its
+	// own (see [ValidName]), and its schema names the tool's function.
+	Tools []Tool
+
+	// Permissions declare what the plugin's process needs beyond what the
+	// host gives every plugin. The host may confine the process to them
+	// (on Linux with Landlock), so a tool that reaches further fails with
+	// a permission error; declare what the tools touch, and no more. The
+	// zero value asks for nothing beyond the host's defaults.
+	Permissions Permissions
+}
+
+// ServePlugin serves p to the host that started this process, and returns
+// when the host closes the connection. A plugin's main is one call:
+//
+//	func main() {
+//		sdk.ServePlugin(sdk.Plugin{
+//			Tools:       []sdk.Tool{readConfig},
+//			Permissions: sdk.Permissions{Roots: sdk.RootsNone, Read: []string{"~/.config/mytool"}},
+//		})
+//	}
+//
 // A panic inside a tool becomes that call's error; the plugin keeps
-// serving. Serve panics if two tools share a name or a tool's schema names
-// another function: both are programming errors.
+// serving. ServePlugin panics if two tools share a name, a tool's schema
+// names another function, or the permissions are malformed (see
+// [Permissions.Validate]): all are programming errors.
 //
 // Run by hand rather than by a host, the binary says so and exits.
-func Serve(tools ...Tool) {
+func ServePlugin(p Plugin) {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name:       filepath.Base(os.Args[0]),
 		Level:      hclog.Trace,
 		Output:     os.Stderr,
 		JSONFormat: true,
 	})
-	srv := newServer(logger, tools)
+	srv := newServer(logger, p)
 	nameProcess()
 	exitWithHost()
 	plugin.Serve(&plugin.ServeConfig{
@@ -59,6 +92,7 @@ type server struct {
 
 	logger hclog.Logger
 	tools  []Tool
+	perms  Permissions
 	byName map[string]servedTool
 	broker *plugin.GRPCBroker
 
@@ -72,18 +106,27 @@ type servedTool struct {
 	logger hclog.Logger
 }
 
-func newServer(logger hclog.Logger, tools []Tool) *server {
-	s := &server{logger: logger, tools: tools, byName: make(map[string]servedTool, len(tools)), hosts: map[uint32]toolv1.HostClient{}}
-	for _, t := range tools {
+func newServer(logger hclog.Logger, p Plugin) *server {
+	if err := p.Permissions.Validate(); err != nil {
+		panic("sdk.ServePlugin: " + err.Error())
+	}
+	s := &server{
+		logger: logger,
+		tools:  p.Tools,
+		perms:  p.Permissions,
+		byName: make(map[string]servedTool, len(p.Tools)),
+		hosts:  map[uint32]toolv1.HostClient{},
+	}
+	for _, t := range p.Tools {
 		name := t.Name()
 		if !ValidName(name) {
-			panic(fmt.Sprintf("sdk.Serve: invalid tool name %q", name))
+			panic(fmt.Sprintf("sdk.ServePlugin: invalid tool name %q", name))
 		}
 		if fn := t.Schema().Function.Name; fn != name {
-			panic(fmt.Sprintf("sdk.Serve: tool %q has a schema for function %q", name, fn))
+			panic(fmt.Sprintf("sdk.ServePlugin: tool %q has a schema for function %q", name, fn))
 		}
 		if _, dup := s.byName[name]; dup {
-			panic(fmt.Sprintf("sdk.Serve: two tools named %q", name))
+			panic(fmt.Sprintf("sdk.ServePlugin: two tools named %q", name))
 		}
 		s.byName[name] = servedTool{Tool: t, logger: logger.Named(name)}
 	}
@@ -95,6 +138,7 @@ func (s *server) Describe(context.Context, *toolv1.DescribeRequest) (*toolv1.Des
 		PluginName:    filepath.Base(os.Args[0]),
 		PluginVersion: buildVersion(),
 		ProtocolMinor: wire.ProtocolMinor,
+		Permissions:   s.perms.Proto(),
 	}
 	for _, t := range s.tools {
 		resp.Tools = append(resp.Tools, toolSpec(t))

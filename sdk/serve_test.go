@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agenthost/agenthost/internal/plugintest"
@@ -74,7 +79,7 @@ func TestServerDescribe(t *testing.T) {
 		annotations: Annotations{Destructive: true, OpenWorld: true, OptIn: true},
 	}
 	plain := plainTool{name: "plain"}
-	srv := newServer(hclog.NewNullLogger(), []Tool{typed, annotated, plain})
+	srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{typed, annotated, plain}})
 
 	resp, err := srv.Describe(t.Context(), &toolv1.DescribeRequest{})
 	if err != nil {
@@ -127,7 +132,7 @@ func TestServerDescribe(t *testing.T) {
 
 func TestServerDescribeNoTools(t *testing.T) {
 	t.Parallel()
-	resp, err := newServer(hclog.NewNullLogger(), nil).Describe(t.Context(), &toolv1.DescribeRequest{})
+	resp, err := newServer(hclog.NewNullLogger(), Plugin{}).Describe(t.Context(), &toolv1.DescribeRequest{})
 	if err != nil || len(resp.GetTools()) != 0 {
 		t.Errorf("Describe of no tools = %v, %v; want no tools, nil", resp.GetTools(), err)
 	}
@@ -145,7 +150,7 @@ func TestServerExecute(t *testing.T) {
 	panics := plainTool{name: "panics", exec: func(context.Context, json.RawMessage) (string, error) {
 		panic("index out of range")
 	}}
-	srv := newServer(hclog.NewNullLogger(), []Tool{typed, echo, fails, panics})
+	srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{typed, echo, fails, panics}})
 
 	tests := map[string]struct {
 		tool, args string
@@ -190,7 +195,7 @@ func TestServerKeepsServingAfterPanic(t *testing.T) {
 		}
 		return "fine", nil
 	}}
-	srv := newServer(hclog.NewNullLogger(), []Tool{flaky})
+	srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{flaky}})
 	req := &toolv1.ExecuteRequest{Tool: "flaky"}
 
 	first, err := srv.Execute(t.Context(), req)
@@ -211,7 +216,7 @@ func TestServerExecuteContext(t *testing.T) {
 
 	t.Run("no host service: no host state", func(t *testing.T) {
 		t.Parallel()
-		srv := newServer(hclog.NewNullLogger(), []Tool{stateTool()})
+		srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{stateTool()}})
 		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "state"})
 		if err != nil || resp.GetError() != ErrNoHostState.Error() {
 			t.Errorf("Execute = %+v, %v; want Error %q", resp, err, ErrNoHostState)
@@ -220,7 +225,7 @@ func TestServerExecuteContext(t *testing.T) {
 
 	t.Run("host service without a broker: no host state", func(t *testing.T) {
 		t.Parallel()
-		srv := newServer(hclog.NewNullLogger(), []Tool{stateTool()})
+		srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{stateTool()}})
 		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "state", HostServiceId: 7, CallId: 1})
 		if err != nil || resp.GetError() != ErrNoHostState.Error() {
 			t.Errorf("Execute = %+v, %v; want Error %q", resp, err, ErrNoHostState)
@@ -235,7 +240,7 @@ func TestServerExecuteContext(t *testing.T) {
 			Logger(ctx).Info("hello from the tool", "answer", 42)
 			return "", nil
 		}}
-		srv := newServer(logger, []Tool{loud})
+		srv := newServer(logger, Plugin{Tools: []Tool{loud}})
 		if _, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "loud"}); err != nil {
 			t.Fatal(err)
 		}
@@ -263,26 +268,38 @@ func stateTool() Tool {
 func TestNewServerPanics(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		tools []Tool
-		want  string
+		plugin Plugin
+		want   string
 	}{
 		"duplicate names": {
-			[]Tool{plainTool{name: "dup"}, plainTool{name: "other"}, plainTool{name: "dup"}},
+			Plugin{Tools: []Tool{plainTool{name: "dup"}, plainTool{name: "other"}, plainTool{name: "dup"}}},
 			`two tools named "dup"`,
 		},
 		"schema names another function": {
-			[]Tool{plainTool{name: "real", schemaName: "fake"}},
+			Plugin{Tools: []Tool{plainTool{name: "real", schemaName: "fake"}}},
 			`tool "real" has a schema for function "fake"`,
 		},
 		"invalid name": {
-			[]Tool{plainTool{name: "no spaces"}},
+			Plugin{Tools: []Tool{plainTool{name: "no spaces"}}},
 			`invalid tool name "no spaces"`,
+		},
+		"relative read path": {
+			Plugin{Tools: []Tool{plainTool{name: "ok"}}, Permissions: Permissions{Read: []string{".config/x"}}},
+			`sdk.ServePlugin: permissions: read path ".config/x" is not absolute and does not start with "~/" or "$TMPDIR"`,
+		},
+		"relative write path": {
+			Plugin{Permissions: Permissions{Write: []string{"TMPDIR/x"}}},
+			`sdk.ServePlugin: permissions: write path "TMPDIR/x" is not absolute`,
+		},
+		"unknown root access": {
+			Plugin{Permissions: Permissions{Roots: RootsReadWrite + 1}},
+			`sdk.ServePlugin: permissions: unknown root access 4`,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			msg := panicMessage(func() { newServer(hclog.NewNullLogger(), tc.tools) })
+			msg := panicMessage(func() { newServer(hclog.NewNullLogger(), tc.plugin) })
 			if msg == "" {
 				t.Fatal("newServer did not panic")
 			}
@@ -290,6 +307,70 @@ func TestNewServerPanics(t *testing.T) {
 				t.Errorf("panic %q does not contain %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+// describeOverGRPC serves srv on a real gRPC connection, in memory, and
+// returns what its Describe answers there.
+func describeOverGRPC(t *testing.T, srv *server) *toolv1.DescribeResponse {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	gs := wire.NewServer(nil)
+	toolv1.RegisterToolPluginServer(gs, srv)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient("passthrough:///plugin",
+		append(wire.DialOptions(),
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+		)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	resp, err := toolv1.NewToolPluginClient(conn).Describe(t.Context(), &toolv1.DescribeRequest{ProtocolMinor: wire.ProtocolMinor})
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	return resp
+}
+
+// The description a plugin serves carries its declaration, across gRPC.
+func TestServerDescribePermissions(t *testing.T) {
+	t.Parallel()
+	tools := []Tool{plainTool{name: "one"}, plainTool{name: "two"}}
+	tests := map[string]Permissions{
+		"none declared": {},
+		"roots only":    {Roots: RootsRead},
+		"like bash":     {Roots: RootsReadWrite, Write: []string{"$TMPDIR"}, Exec: true},
+		"like session":  {Roots: RootsNone, SessionFile: true},
+		"everything": {
+			Roots: RootsNone, Read: []string{"/etc/ssl/certs", "~/.config/x"}, Write: []string{"$TMPDIR/cache", "/var/tmp/x"},
+			Network: true, Exec: true, SessionFile: true,
+		},
+	}
+	for name, perms := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			resp := describeOverGRPC(t, newServer(hclog.NewNullLogger(), Plugin{Tools: tools, Permissions: perms}))
+			// A plugin of this protocol always sends the field, even to
+			// declare nothing.
+			if resp.GetPermissions() == nil {
+				t.Fatal("the description carries no permissions")
+			}
+			if got := PermissionsFromProto(resp.GetPermissions()); !reflect.DeepEqual(got, perms) {
+				t.Errorf("the description declares %#v, want %#v", got, perms)
+			}
+			if resp.GetProtocolMinor() != wire.ProtocolMinor || len(resp.GetTools()) != len(tools) {
+				t.Errorf("the description is %v", resp)
+			}
+		})
+	}
+
+	// Serve, without a declaration, declares nothing.
+	resp := describeOverGRPC(t, newServer(hclog.NewNullLogger(), Plugin{Tools: tools}))
+	if got := PermissionsFromProto(resp.GetPermissions()); !reflect.DeepEqual(got, Permissions{}) {
+		t.Errorf("a plugin that declares nothing declares %#v", got)
 	}
 }
 
@@ -301,7 +382,7 @@ func TestServerResponsesCrossTheWire(t *testing.T) {
 	badErr := plainTool{name: "bad_error", exec: func(context.Context, json.RawMessage) (string, error) {
 		return "", errors.New("file not found: /tmp/\xff.txt")
 	}}
-	srv := newServer(hclog.NewNullLogger(), []Tool{binary, badErr})
+	srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{binary, badErr}})
 	for _, name := range []string{"binary", "bad_error"} {
 		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: name})
 		if err != nil {
