@@ -31,9 +31,22 @@ func currentTime(ctx context.Context, in input) (string, error) {
 }
 
 func main() {
-	sdk.Serve(sdk.NewTool(sdk.Info{
-		Name:        "current_time",
-		Description: "Tell the current date and time, in UTC or in a given time zone.",
-		Annotations: sdk.Annotations{ReadOnly: true, OpenWorld: true},
-	}, currentTime))
+	sdk.ServePlugin(sdk.Plugin{
+		Tools: []sdk.Tool{sdk.NewTool(sdk.Info{
+			Name:        "current_time",
+			Description: "Tell the current date and time, in UTC or in a given time zone.",
+			Annotations: sdk.Annotations{ReadOnly: true, OpenWorld: true},
+		}, currentTime)},
+		// The clock needs no file, in the workspace or out of it: the time
+		// zones are compiled in (time/tzdata). A plugin declares what its
+		// tools touch and no more, as in
+		//
+		//	sdk.Permissions{
+		//		Roots:   sdk.RootsRead,                // reads the workspace, writes nothing there
+		//		Read:    []string{"~/.config/mytool"}, // its own settings
+		//		Write:   []string{"$TMPDIR"},          // scratch files
+		//		Network: true,                         // calls a web API
+		//	}
+		Permissions: sdk.Permissions{Roots: sdk.RootsNone},
+	})
 }

@@ -44,5 +44,9 @@ package main
 import "github.com/agenthost/agenthost/sdk"
 
 func main() {
-	sdk.Serve(readFile, writeFile, listDir, mkdir, remove, move, editFile)
+	sdk.ServePlugin(sdk.Plugin{
+		Tools: []sdk.Tool{readFile, writeFile, listDir, mkdir, remove, move, editFile},
+		// The tools read and write in the roots, and nowhere else.
+		Permissions: sdk.Permissions{Roots: sdk.RootsReadWrite},
+	})
 }

@@ -5,5 +5,9 @@ package main
 import "github.com/agenthost/agenthost/sdk"
 
 func main() {
-	sdk.Serve(searchText, searchFiles)
+	sdk.ServePlugin(sdk.Plugin{
+		Tools: []sdk.Tool{searchText, searchFiles},
+		// The tools read in the roots and write nothing.
+		Permissions: sdk.Permissions{Roots: sdk.RootsRead},
+	})
 }

@@ -4,5 +4,10 @@ package main
 import "github.com/agenthost/agenthost/sdk"
 
 func main() {
-	sdk.Serve(saveSessionContext)
+	sdk.ServePlugin(sdk.Plugin{
+		Tools: []sdk.Tool{saveSessionContext},
+		// save_session_context writes the host's session file, and touches
+		// nothing in the roots.
+		Permissions: sdk.Permissions{Roots: sdk.RootsNone, SessionFile: true},
+	})
 }

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+// The clock, the example tool authors copy, declares honestly that it
+// touches no file, in the roots or out of them.
+func TestDeclaredPermissions(t *testing.T) {
+	t.Parallel()
+	want := sdk.Permissions{Roots: sdk.RootsNone}
+	desc := plugintest.Describe(t, "./examples/clock")
+	if got := sdk.PermissionsFromProto(desc.GetPermissions()); !reflect.DeepEqual(got, want) {
+		t.Errorf("the clock plugin declares %q, want %q", got, want)
+	}
+}
