@@ -63,6 +63,7 @@ var pluginPackages = map[string]string{
 	"v2":      "./host/testdata/v2plugin",
 	"clock":   "./examples/clock",
 	"hostile": "./host/testdata/hostileplugin",
+	"sandbox": "./host/testdata/sandboxplugin",
 }
 
 // pluginDir returns a new plugins directory holding the named plugins.

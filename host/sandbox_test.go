@@ -1,0 +1,484 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/sandbox"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+// These tests prove the plugin sandbox on the machine's own kernel, with
+// real plugin processes: host/testdata/sandboxplugin, a third party that
+// attacks its sandbox with raw system calls and reports the kernel's
+// answer, and the built-ins. They set the host's HOME and TMPDIR, and
+// one of them what the host believes of the kernel, so none of them runs
+// in parallel with other tests; their subtests run in parallel with each
+// other.
+
+// What an attack answers: the text of the errno, or "ok".
+const (
+	allowed      = "ok"
+	denied       = "permission denied"       // EACCES: a path, a TCP port
+	notPermitted = "operation not permitted" // EPERM: a Landlock scope (signals, abstract sockets)
+)
+
+// sandboxDeclared is what the sandboxplugin declares it needs.
+var sandboxDeclared = sdk.Permissions{
+	Roots:   sdk.RootsReadWrite,
+	Read:    []string{"~/declared"},
+	Network: true,
+	Exec:    true,
+}
+
+// The attacks of the sandboxplugin, by the names the scenarios use.
+const (
+	readOutside  = "read a file outside the roots"
+	readDeclared = "read the path it declares"
+	writeHome    = "write in the home directory"
+	readSymlink  = "read through a symlink out of the root"
+	connectTCP   = "connect to a TCP listener"
+	bindTCP      = "bind a TCP port"
+	execShell    = "execute /bin/sh"
+	signalHost   = "send SIGWINCH to the host"
+	connectUnix  = "connect to an abstract unix socket"
+	readEnviron  = "read the host's /proc/PID/environ"
+	rootWork     = "read and write in the root"
+)
+
+// sandboxWorld is what the attacks aim at.
+type sandboxWorld struct {
+	root    string // the workspace root, holding file and link (to secret)
+	home    string // HOME, holding declared/secret
+	outside string // outside the roots, the home and TMPDIR, holding secret
+	winches atomic.Int32
+}
+
+// newSandboxWorld builds the world and makes it the host's: HOME and
+// TMPDIR are set for the rest of t, and SIGWINCH counted.
+func newSandboxWorld(t *testing.T) *sandboxWorld {
+	t.Helper()
+	if s := sandbox.Probe(); s.ABI < sandbox.FullABI {
+		t.Fatalf("this kernel's Landlock (%v) does not enforce the whole sandbox; not enforced: %v", s, s.Missing())
+	}
+	// Built before HOME changes: go build finds its module cache through
+	// it.
+	pluginDir(t)
+	w := &sandboxWorld{root: t.TempDir(), home: t.TempDir(), outside: t.TempDir()}
+	// The bash plugin may write in TMPDIR: one of its own keeps the
+	// other directories out of its reach.
+	scratch := t.TempDir()
+	writeFile(t, filepath.Join(w.outside, "secret"), "secret\n")
+	writeFile(t, filepath.Join(w.home, "declared", "secret"), "declared\n")
+	writeFile(t, filepath.Join(w.root, "file"), "inside\n")
+	if err := os.Symlink(filepath.Join(w.outside, "secret"), filepath.Join(w.root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", w.home)
+	t.Setenv("TMPDIR", scratch)
+
+	winch := make(chan os.Signal, 8)
+	signal.Notify(winch, syscall.SIGWINCH)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-winch:
+				w.winches.Add(1)
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		signal.Stop(winch)
+		close(done)
+	})
+	return w
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// target is a TCP listener and an abstract unix socket of the test's
+// own, which count the connections they accept.
+type target struct {
+	tcp, abstract *countingListener
+	port, name    string
+}
+
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func newTarget(t *testing.T) *target {
+	t.Helper()
+	tg := &target{name: fmt.Sprintf("agenthost-sandbox-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
+	tg.tcp = countAccepts(t, "tcp", "127.0.0.1:0")
+	tg.abstract = countAccepts(t, "unix", "@"+tg.name)
+	tg.port = strconv.Itoa(tg.tcp.Addr().(*net.TCPAddr).Port)
+	return tg
+}
+
+func countAccepts(t *testing.T, network, addr string) *countingListener {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: l}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			cl.accepted.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return cl
+}
+
+// attack is one call of the sandboxplugin's tool.
+type attack struct {
+	name, kind, arg string
+	// confined is its answer in the sandbox a third party gets by
+	// default.
+	confined string
+}
+
+// attacks are the sandboxplugin's attacks on w and tg; scenario names
+// the files they make, so that scenarios running at once do not meet.
+func (w *sandboxWorld) attacks(tg *target, scenario string) []attack {
+	host := strconv.Itoa(os.Getpid())
+	return []attack{
+		{readOutside, "read", filepath.Join(w.outside, "secret"), denied},
+		{readDeclared, "read", filepath.Join(w.home, "declared", "secret"), denied},
+		{writeHome, "write_home", "pwned-" + scenario, denied},
+		{readSymlink, "read", filepath.Join(w.root, "link"), denied},
+		{connectTCP, "connect", tg.port, denied},
+		{bindTCP, "bind", "", denied},
+		{execShell, "exec", "/bin/sh", denied},
+		{signalHost, "signal", host, notPermitted},
+		{connectUnix, "abstract", tg.name, notPermitted},
+		{readEnviron, "read", "/proc/" + host + "/environ", denied},
+		{rootWork, "rw", filepath.Join(w.root, "work-"+scenario), allowed},
+	}
+}
+
+// sandboxScenario is one way of loading the sandboxplugin.
+type sandboxScenario struct {
+	mode  host.SandboxMode
+	grant string // a grant as the command line writes it, or ""
+	// granted is what the plugin's report must say it got.
+	granted sdk.Permissions
+	// allowed are the attacks that succeed besides rootWork; all: every
+	// one.
+	allowed []string
+	all     bool
+}
+
+// TestSandboxConfinesAThirdParty runs every attack of the sandboxplugin,
+// each a real call through a registry, in the sandbox a third party gets
+// by default, under each grant, and with the sandbox off. An attack
+// fails with the kernel's EACCES or EPERM and leaves nothing behind; a
+// grant lets through exactly what it names; --sandbox off lets through
+// everything, which is what the escape hatch means.
+func TestSandboxConfinesAThirdParty(t *testing.T) {
+	w := newSandboxWorld(t)
+	rw := sdk.Permissions{Roots: sdk.RootsReadWrite}
+	with := func(change func(*sdk.Permissions)) sdk.Permissions {
+		p := rw
+		change(&p)
+		return p
+	}
+	confined := map[string]sandboxScenario{
+		"default": {granted: rw},
+		"require": {mode: host.SandboxRequire, granted: rw},
+		"network": {
+			grant:   "sandbox=network",
+			granted: with(func(p *sdk.Permissions) { p.Network = true }),
+			allowed: []string{connectTCP}, // and still no bind
+		},
+		"exec": {
+			grant:   "sandbox=exec",
+			granted: with(func(p *sdk.Permissions) { p.Exec = true }),
+			allowed: []string{execShell},
+		},
+		"read": {
+			grant:   "sandbox=read:" + w.outside,
+			granted: with(func(p *sdk.Permissions) { p.Read = []string{w.outside} }),
+			// The rule is on the file, whatever the name it is opened by.
+			allowed: []string{readOutside, readSymlink},
+		},
+		"write": {
+			grant:   host.PluginPrefix + "sandbox=write:" + w.home,
+			granted: with(func(p *sdk.Permissions) { p.Write = []string{w.home} }),
+			// Write covers read.
+			allowed: []string{writeHome, readDeclared},
+		},
+		"asked": {
+			grant:   "sandbox=asked",
+			granted: sandboxDeclared,
+			allowed: []string{readDeclared, connectTCP, execShell},
+		},
+	}
+	t.Run("confined", func(t *testing.T) {
+		for name, sc := range confined {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runSandboxScenario(t, w, name, sc)
+			})
+		}
+		t.Run("built-ins", func(t *testing.T) {
+			t.Parallel()
+			testBuiltinSandboxes(t, w)
+		})
+	})
+	if n := w.winches.Load(); n != 0 {
+		t.Errorf("the host received %d SIGWINCH from sandboxed plugins", n)
+	}
+	// Last, alone: the one scenario in which the host is signalled.
+	t.Run("off", func(t *testing.T) {
+		runSandboxScenario(t, w, "off", sandboxScenario{mode: host.SandboxOff, granted: rw, all: true})
+		eventually(t, "the host received the plugin's SIGWINCH", func() bool { return w.winches.Load() > 0 })
+		if n := w.winches.Load(); n != 1 {
+			t.Errorf("the host received %d SIGWINCH, want 1", n)
+		}
+	})
+}
+
+func runSandboxScenario(t *testing.T, w *sandboxWorld, name string, sc sandboxScenario) {
+	tg := newTarget(t)
+	opts := &host.Options{Roots: []string{w.root}, Sandbox: sc.mode}
+	if sc.grant != "" {
+		plugin, g, err := host.ParseGrant(sc.grant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Grants = map[string]host.Grant{plugin: g}
+	}
+	reg := load(t, pluginDir(t, "sandbox"), opts)
+
+	rep := reportOf(t, reg, host.PluginPrefix+"sandbox").Sandbox
+	enforced := sc.mode != host.SandboxOff
+	if !reflect.DeepEqual(rep.Asked, sandboxDeclared) || !reflect.DeepEqual(rep.Granted, sc.granted) ||
+		rep.Enforced != enforced || len(rep.NotEnforced) != 0 || rep.Mode != sc.mode {
+		t.Errorf("the plugin's sandbox report:\n %+v\nwant asked %+v, granted %+v, enforced %v, mode %v", rep, sandboxDeclared, sc.granted, enforced, sc.mode)
+	}
+	wantStatus := "enforced (Landlock ABI "
+	if !enforced {
+		wantStatus = "off (--sandbox off)"
+	}
+	if got := rep.Status(); !strings.HasPrefix(got, wantStatus) {
+		t.Errorf("Status() = %q, want %q…", got, wantStatus)
+	}
+
+	attacks := w.attacks(tg, name)
+	want := map[string]string{}
+	for _, a := range attacks {
+		want[a.name] = a.confined
+		if sc.all {
+			want[a.name] = allowed
+		}
+	}
+	for _, a := range sc.allowed {
+		if _, ok := want[a]; !ok {
+			t.Fatalf("no attack %q", a)
+		}
+		want[a] = allowed
+	}
+	for _, a := range attacks {
+		args, _ := json.Marshal(map[string]string{"kind": a.kind, "arg": a.arg})
+		if got := call(t, reg, "attack", string(args)); got != want[a.name] {
+			t.Errorf("%s: %q, want %q", a.name, got, want[a.name])
+		}
+	}
+
+	// What the attacks left behind.
+	_, err := os.Stat(filepath.Join(w.home, "pwned-"+name))
+	if made := err == nil; made != (want[writeHome] == allowed) {
+		t.Errorf("a file in the home directory: %v, want %v", made, want[writeHome] == allowed)
+	}
+	for _, l := range []struct {
+		what   string
+		l      *countingListener
+		attack string
+	}{{"the TCP listener", tg.tcp, connectTCP}, {"the abstract unix socket", tg.abstract, connectUnix}} {
+		if want[l.attack] == allowed {
+			eventually(t, l.what+" accepted the plugin's connection", func() bool { return l.l.accepted.Load() == 1 })
+		} else if n := l.l.accepted.Load(); n != 0 {
+			t.Errorf("%s accepted %d connections", l.what, n)
+		}
+	}
+}
+
+// testBuiltinSandboxes checks that each built-in gets exactly what it
+// declares, and that run_bash, the one that runs whatever it is given,
+// runs it in the bash plugin's sandbox: a command reads and writes in
+// the root and its TMPDIR, and nowhere else, and reaches no TCP port.
+func testBuiltinSandboxes(t *testing.T, w *sandboxWorld) {
+	tg := newTarget(t)
+	reg := load(t, pluginDir(t, "fs", "search", "session", "bash"), &host.Options{Roots: []string{w.root}})
+	for _, r := range reg.Plugins() {
+		want := r.Sandbox.Asked
+		if want.Roots == sdk.RootsDefault {
+			want.Roots = sdk.RootsReadWrite
+		}
+		if !r.Builtin || r.Err != nil || !reflect.DeepEqual(r.Sandbox.Granted, want) || !r.Sandbox.Enforced {
+			t.Errorf("%s: %+v\nwant a built-in granted what it asks, enforced", filepath.Base(r.Path), r)
+		}
+	}
+	if got := reportOf(t, reg, host.PluginPrefix+"search").Sandbox.Granted.Roots; got != sdk.RootsRead {
+		t.Errorf("the search plugin's roots: %v, want read-only", got)
+	}
+
+	if err := reg.Enable("run_bash"); err != nil {
+		t.Fatal(err)
+	}
+	outsideNew := filepath.Join(w.outside, "by-bash")
+	for name, tc := range map[string]struct {
+		command string
+		stdout  string // when it succeeds
+		stderr  string // when it fails
+	}{
+		"read in the root":      {command: "cat " + filepath.Join(w.root, "file"), stdout: "inside\n"},
+		"write in the root":     {command: "echo made > " + filepath.Join(w.root, "by-bash") + " && cat " + filepath.Join(w.root, "by-bash"), stdout: "made\n"},
+		"write in its TMPDIR":   {command: `echo made > "$TMPDIR/by-bash" && cat "$TMPDIR/by-bash"`, stdout: "made\n"},
+		"read outside":          {command: "cat " + filepath.Join(w.outside, "secret"), stderr: "Permission denied"},
+		"read through symlink":  {command: "cat " + filepath.Join(w.root, "link"), stderr: "Permission denied"},
+		"write outside":         {command: "echo x > " + outsideNew, stderr: "Permission denied"},
+		"connect to a TCP port": {command: "echo > /dev/tcp/127.0.0.1/" + tg.port, stderr: "connect: Permission denied"},
+	} {
+		var out struct {
+			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
+			ExitCode int    `json:"exit_code"`
+		}
+		args, _ := json.Marshal(map[string]string{"command": tc.command})
+		if err := json.Unmarshal([]byte(call(t, reg, "run_bash", string(args))), &out); err != nil {
+			t.Fatal(err)
+		}
+		if tc.stderr == "" && (out.ExitCode != 0 || out.Stdout != tc.stdout) {
+			t.Errorf("%s: %+v, want exit 0 and stdout %q", name, out, tc.stdout)
+		}
+		if tc.stderr != "" && (out.ExitCode == 0 || !strings.Contains(out.Stderr, tc.stderr)) {
+			t.Errorf("%s: %+v, want a failure saying %q", name, out, tc.stderr)
+		}
+	}
+	if _, err := os.Stat(outsideNew); err == nil {
+		t.Error("run_bash wrote outside the roots")
+	}
+	if n := tg.tcp.accepted.Load(); n != 0 {
+		t.Errorf("run_bash reached the test's TCP listener %d times", n)
+	}
+}
+
+// TestSandboxOnAnOlderKernel plays kernels whose Landlock enforces part
+// of the sandbox (ABI 3: no TCP, device ioctl or scope restrictions) or
+// none of it. --sandbox require refuses every plugin, with a message
+// saying what is missing, and the host goes on; --sandbox auto runs
+// them and warns once, in one line naming what is not enforced, however
+// many plugins start.
+func TestSandboxOnAnOlderKernel(t *testing.T) {
+	// Not parallel: what the host believes of the kernel is the whole
+	// package's.
+	pluginDir(t)
+	const abi3Missing = "binding and connecting TCP sockets (Landlock ABI 4); ioctl on devices (Landlock ABI 5); abstract unix sockets and signals to processes outside the sandbox (Landlock ABI 6)"
+	for name, tc := range map[string]struct {
+		abi  int
+		mode host.SandboxMode
+		// refused is every plugin's error under require; warning the
+		// line auto logs, and status the plugin's Status under it.
+		refused, warning, status string
+	}{
+		"require, ABI 3": {
+			abi: 3, mode: host.SandboxRequire,
+			refused: "the sandbox is required (--sandbox require) but the kernel (Landlock ABI 3) does not enforce " + abi3Missing,
+		},
+		"require, no Landlock": {
+			abi: 0, mode: host.SandboxRequire,
+			refused: "the sandbox is required (--sandbox require) but the kernel cannot confine plugins: no Landlock",
+		},
+		"auto, ABI 3": {
+			abi: 3, mode: host.SandboxAuto,
+			warning: "the kernel enforces only part of the plugin sandbox; not enforced: " + abi3Missing,
+			status:  "partly enforced (Landlock ABI 3; not enforced: " + abi3Missing + ")",
+		},
+		"auto, no Landlock": {
+			abi: 0, mode: host.SandboxAuto,
+			warning: "plugins run unconfined: the kernel has no Landlock sandbox (no Landlock); --sandbox require refuses to run them, --sandbox off silences this",
+			status:  "not enforced: no Landlock",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			host.PlayLandlockABI(t, tc.abi)
+			root := t.TempDir()
+			logger, logs := logged()
+			reg := load(t, pluginDir(t, "sandbox", "test", "clock"), &host.Options{
+				Roots: []string{root}, Sandbox: tc.mode, Logger: logger, CacheDir: host.NoCache,
+			})
+			if tc.mode == host.SandboxRequire {
+				for _, r := range reg.Plugins() {
+					if r.Err == nil || r.Err.Error() != tc.refused {
+						t.Errorf("%s: %v\nwant refused: %s", filepath.Base(r.Path), r.Err, tc.refused)
+					}
+				}
+				if got := reg.ToolNames(); len(got) != 0 {
+					t.Errorf("tools registered: %v", got)
+				}
+				// The host goes on: its registry serves what needs no
+				// plugin process.
+				inProcess := sdk.NewTool(sdk.Info{Name: "in_process", Description: "Answer."},
+					func(ctx context.Context, in struct{}) (string, error) { return "still here", nil })
+				if err := reg.Register(inProcess); err != nil {
+					t.Fatal(err)
+				}
+				if got := call(t, reg, "in_process", `{}`); got != "still here" {
+					t.Errorf("an in-process tool: %q", got)
+				}
+				return
+			}
+			for _, r := range reg.Plugins() {
+				if r.Err != nil {
+					t.Errorf("%s: %v", filepath.Base(r.Path), r.Err)
+				}
+			}
+			if got := call(t, reg, "echo", `{"text":"hi"}`); got != "hi" {
+				t.Errorf("echo = %q", got)
+			}
+			args := fmt.Sprintf(`{"kind":"rw","arg":%q}`, filepath.Join(root, "work"))
+			if got := call(t, reg, "attack", args); got != allowed {
+				t.Errorf("work in the root: %q", got)
+			}
+			if n := strings.Count(logs.String(), tc.warning); n != 1 {
+				t.Errorf("the warning %q is logged %d times, want once:\n%s", tc.warning, n, logs)
+			}
+			if got := reportOf(t, reg, host.PluginPrefix+"sandbox").Sandbox.Status(); got != tc.status {
+				t.Errorf("Status() = %q\nwant %q", got, tc.status)
+			}
+		})
+	}
+}
