@@ -29,6 +29,15 @@ func BenchmarkExecute(b *testing.B) {
 		defer reg.Close()
 		benchCalls(b, reg, args)
 	})
+	// The same plugin without its sandbox: a call's cost must not change.
+	b.Run("plugin-unsandboxed", func(b *testing.B) {
+		reg, err := host.NewDefaultToolRegistry(b.Context(), benchPluginDir(b), &host.Options{Sandbox: host.SandboxOff})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer reg.Close()
+		benchCalls(b, reg, args)
+	})
 	b.Run("in-process", func(b *testing.B) {
 		reg := host.NewToolRegistry(nil)
 		echo := sdk.NewTool(sdk.Info{Name: "echo"}, func(_ context.Context, in echoInput) (string, error) { return in.Text, nil })
@@ -93,6 +102,35 @@ func BenchmarkLoadPlugins(b *testing.B) {
 			b.Fatal(err)
 		}
 		reg.Close()
+	}
+}
+
+// BenchmarkLaunch measures one plugin's launch, handshake and
+// description, with its Landlock sandbox and without: the difference is
+// what confining a plugin costs.
+func BenchmarkLaunch(b *testing.B) {
+	dir := b.TempDir()
+	plugintest.Binaries(b, "./host/testdata/testplugin")
+	installPlugin(b, dir, "test", "./host/testdata/testplugin")
+	for _, c := range []struct {
+		name string
+		mode host.SandboxMode
+	}{{"sandboxed", host.SandboxRequire}, {"unsandboxed", host.SandboxOff}} {
+		b.Run(c.name, func(b *testing.B) {
+			opts := &host.Options{Sandbox: c.mode, CacheDir: host.NoCache}
+			for range b.N {
+				reg, err := host.NewDefaultToolRegistry(b.Context(), dir, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if reps := reg.Plugins(); len(reps) != 1 || reps[0].Err != nil {
+					b.Fatalf("plugins: %+v", reps)
+				}
+				b.StopTimer() // the launch is measured, not the shutdown
+				reg.Close()
+				b.StartTimer()
+			}
+		})
 	}
 }
 

@@ -44,6 +44,9 @@ type PluginReport struct {
 	// Launched says the plugin's process was started at load: its
 	// description was not cached, or the registry is eager.
 	Launched bool
+	// Sandbox says what the plugin asked for, what it was granted, and
+	// whether the kernel enforces it.
+	Sandbox SandboxReport
 }
 
 // LoadPlugins registers the tools of every plugin binary in dir — an
@@ -94,6 +97,8 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	for i, path := range paths {
 		procs[i] = newPluginProcess(path, r.logger, r.startTimeout, r.idleTimeout)
 		procs[i].lock, procs[i].pluginEnv, procs[i].allowInsecure = lock, r.pluginEnv, r.allowInsecure
+		procs[i].sandbox = r.sandbox
+		procs[i].perms = r.sandbox.granted(path, sdk.Permissions{})
 		if errs[i] = r.trusted(trust, shared, path); errs[i] != nil {
 			continue
 		}
@@ -103,6 +108,11 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 		// A fresh cache entry saves the launch, or under --eager at least
 		// hashing the binary again to store what it already holds.
 		fresh := r.cache.lookup(path)
+		if fresh != nil {
+			// What it declared decides the sandbox of every launch,
+			// the eager one included.
+			procs[i].declared(sdk.PermissionsFromProto(fresh.GetPermissions()))
+		}
 		if fresh != nil && !r.eager {
 			descs[i], cached[i] = fresh, true
 			continue
@@ -183,9 +193,15 @@ func (r *ToolRegistry) ResetPlugin(name string) error {
 
 // adopt registers the tools of a described plugin, or reports why not.
 func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse, err error) PluginReport {
-	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path)}
+	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
 	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
 		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
+	}
+	asked := sdk.PermissionsFromProto(desc.GetPermissions())
+	if err == nil {
+		if perr := asked.Validate(); perr != nil {
+			err = fmt.Errorf("it declares invalid permissions: %w", perr)
+		}
 	}
 	if err != nil {
 		proc.close()
@@ -198,6 +214,8 @@ func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse,
 	}
 	rep.Version = toolcall.Bound(desc.GetPluginVersion(), maxPluginLabel)
 	rep.ProtocolMinor = desc.GetProtocolMinor()
+	proc.declared(asked)
+	rep.Sandbox = r.sandbox.report(proc.path, asked)
 	for _, spec := range desc.GetTools() {
 		tool, err := r.pluginTool(proc, spec)
 		if err == nil {

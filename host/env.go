@@ -24,6 +24,9 @@ func pluginEnv(passThrough []string) []string {
 		if !ok || name == "" {
 			continue
 		}
+		if name == SandboxEnv {
+			continue // the host's word alone
+		}
 		if allowedEnv(name) || slices.Contains(passThrough, name) {
 			env = append(env, kv)
 		}

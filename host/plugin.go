@@ -75,11 +75,16 @@ type pluginProcess struct {
 	// allowInsecure: a binary that others may write is run all the same
 	// (Options.AllowInsecurePlugins).
 	allowInsecure bool
+	// sandbox confines the plugin's processes; nil: they run unconfined.
+	sandbox *sandboxConfig
 
 	calls    sync.Map // call id → the call's context, for the Host service
 	nextCall atomic.Uint64
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// perms is what the plugin's processes get (sandboxConfig.granted of
+	// what it declares); until its description is known, the defaults.
+	perms     sdk.Permissions
 	inst      *instance
 	start     *startAttempt // the launch under way, if any
 	crashes   []time.Time   // within crashWindow
@@ -108,6 +113,9 @@ type instance struct {
 	probing  atomic.Bool  // a hang probe is under way
 	dropped  bool         // no longer the plugin's instance; under pluginProcess.mu
 
+	perms      sdk.Permissions // what the process was started with
+	sessionDir string          // the session file's directory its sandbox allows
+
 	hostOnce sync.Once
 	hostID   uint32
 	hostMu   sync.Mutex
@@ -124,6 +132,25 @@ func newPluginProcess(path string, logger hclog.Logger, startTimeout, idleTimeou
 	}
 }
 
+// declared sets what the plugin gets from what it declares. A process
+// started before, with the defaults, that would get something else is
+// stopped: the next call starts one in the sandbox the plugin is due.
+func (p *pluginProcess) declared(asked sdk.Permissions) {
+	perms := p.sandbox.granted(p.path, asked)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.perms = perms
+	if inst := p.inst; inst != nil && !samePermissions(inst.perms, perms) {
+		p.logger.Debug("restarting the plugin in the sandbox its description asks for", "permissions", perms.String())
+		p.dropLocked(inst, "")
+	}
+}
+
+func samePermissions(a, b sdk.Permissions) bool {
+	return a.Roots == b.Roots && slices.Equal(a.Read, b.Read) && slices.Equal(a.Write, b.Write) &&
+		a.Network == b.Network && a.Exec == b.Exec && a.SessionFile == b.SessionFile
+}
+
 // instance returns the running instance, launching one if there is none
 // or the last one died, and counts the caller in its calls: the caller
 // must release it. Callers arriving while a launch is under way (or
@@ -134,6 +161,12 @@ func (p *pluginProcess) instance(ctx context.Context) (*instance, error) {
 		if p.closed {
 			p.mu.Unlock()
 			return nil, errShuttingDown
+		}
+		if inst := p.inst; inst != nil && inst.perms.SessionFile && p.sandbox.mode != SandboxOff && p.sandbox.sessionDir(inst.perms) != inst.sessionDir {
+			// The session file moved: its sandbox must follow.
+			p.logger.Debug("the session file moved; restarting the plugin in a sandbox that allows it")
+			p.dropLocked(inst, "")
+			continue
 		}
 		if inst := p.inst; inst != nil {
 			if !inst.dead() {
@@ -362,16 +395,29 @@ func (p *pluginProcess) launch() (*instance, error) {
 		return nil, err
 	}
 	env := pluginEnv(p.pluginEnv)
-	inst := &instance{}
+	p.mu.Lock()
+	perms := p.perms
+	p.mu.Unlock()
+	inst := &instance{perms: perms, sessionDir: p.sandbox.sessionDir(perms)}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
-		RunnerFunc: func(l hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
+		RunnerFunc: func(l hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
+			policy, err := p.sandbox.policy(bin, socketDir, perms)
+			if err != nil {
+				return nil, err
+			}
 			cmd.Path = exe
 			cmd.Args = []string{p.path}
 			cmd.ExtraFiles = extra
+			if policy != nil {
+				env = append(env, sandboxEnvValue(perms))
+			}
 			cmd.Env = slices.Concat(env, cmd.Env)
 			r, err := newGroupRunner(l, cmd, p.path)
+			if r != nil {
+				r.policy = policy
+			}
 			inst.runner = r
 			return r, err
 		},

@@ -90,6 +90,16 @@ type Options struct {
 	// Without it they are refused, with a message naming the file and the
 	// fix.
 	AllowInsecurePlugins bool
+
+	// Sandbox says how plugin processes are confined (see SandboxMode):
+	// the zero value, SandboxAuto, confines each in a Landlock sandbox as
+	// far as the kernel supports.
+	Sandbox SandboxMode
+
+	// Grants are what the user allows plugins beyond their defaults, by
+	// plugin name: the binary's file name, with or without
+	// "agenthost-plugin-" (see Grant and ParseGrant).
+	Grants map[string]Grant
 }
 
 // DefaultIdleTimeout is how long a plugin may go without calls before it
@@ -112,6 +122,7 @@ type ToolRegistry struct {
 	pluginEnv    []string
 	// allowInsecure: Options.AllowInsecurePlugins.
 	allowInsecure bool
+	sandbox       *sandboxConfig
 
 	mu       sync.RWMutex
 	entries  map[string]*entry
@@ -167,6 +178,15 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 	}
 	r.rootsValue = r.roots
 	r.stateValue = sdk.StateFunc(r.state)
+	r.sandbox = &sandboxConfig{
+		mode:   opts.Sandbox,
+		grants: opts.Grants,
+		roots:  r.roots,
+		sessionFile: func() string {
+			st, _ := r.state(context.Background())
+			return st.SessionContextFilePath
+		},
+	}
 	switch {
 	case r.idleTimeout == 0:
 		r.idleTimeout = DefaultIdleTimeout
@@ -177,6 +197,7 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		r.logger = hclog.Default()
 	}
 	r.logger = safeLogger{r.logger}
+	r.sandbox.logger = r.logger
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}

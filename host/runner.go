@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
 // drainGrace is how long a plugin's output is still read after its
@@ -29,6 +31,7 @@ const drainGrace = 200 * time.Millisecond
 //     plugin's children go with it;
 //   - on Linux, with a parent-death signal, so the plugin does not outlive
 //     a host that was killed without a chance to clean up;
+//   - inside its sandbox (policy), when it has one;
 //   - with output pipes that end when the process does: go-plugin reaps a
 //     plugin only after its stdout and stderr reach EOF, which a grandchild
 //     holding them would postpone for ever. The runner waits for the
@@ -39,6 +42,8 @@ type groupRunner struct {
 	cmd    *exec.Cmd
 	path   string
 	pid    int
+	// policy is the sandbox the process starts in; nil: none.
+	policy *sandbox.Policy
 
 	// The OS pipes the process writes to, and the pipes go-plugin reads,
 	// fed from them.
@@ -86,7 +91,13 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunn
 }
 
 func (r *groupRunner) Start(context.Context) error {
-	err := r.cmd.Start()
+	var err error
+	release := func() {}
+	if r.policy != nil {
+		release, err = sandbox.Start(r.cmd, r.policy)
+	} else {
+		err = r.cmd.Start()
+	}
 	for _, f := range r.childEnds {
 		f.Close()
 	}
@@ -115,6 +126,7 @@ func (r *groupRunner) Start(context.Context) error {
 		r.waitErr = r.cmd.Wait()
 		r.reaped = true
 		r.mu.Unlock()
+		release()
 		close(r.done)
 		drained := make(chan struct{})
 		go func() { copies.Wait(); close(drained) }()

@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/textsafe"
+	"github.com/agenthost/agenthost/sdk"
 )
 
 func toolsCommand() *command {
@@ -146,10 +149,57 @@ func pluginsCommand() *command {
 				for _, why := range r.Refused {
 					fmt.Fprintf(env.stdout, "  refused: %s\n", textsafe.Name(why))
 				}
+				printSandbox(env.stdout, r)
 			}
 			return nil
 		},
 	}
+}
+
+// printSandbox says what the plugin asked for, what it was granted, and
+// whether the kernel enforces it.
+func printSandbox(w io.Writer, r host.PluginReport) {
+	s := r.Sandbox
+	fmt.Fprintf(w, "  sandbox: %s\n", s.Status())
+	fmt.Fprintf(w, "    asked:   %s\n", s.Asked)
+	fmt.Fprintf(w, "    granted: %s%s\n", s.Granted, systemNote(s.Granted))
+	if missing := notGranted(s.Asked, s.Granted); len(missing) > 0 {
+		name := strings.TrimPrefix(filepath.Base(r.Path), host.PluginPrefix)
+		fmt.Fprintf(w, "    not granted: %s (--grant %s=asked grants all it asks)\n", strings.Join(missing, ", "), textsafe.Name(name))
+	}
+}
+
+// systemNote is what every sandboxed plugin gets besides its grants.
+func systemNote(p sdk.Permissions) string {
+	if p.Exec {
+		return "; the system read-only, its programs executable"
+	}
+	return "; the system read-only"
+}
+
+// notGranted lists what a plugin asked for and does not get.
+func notGranted(asked, granted sdk.Permissions) []string {
+	var out []string
+	for _, p := range asked.Read {
+		if !slices.Contains(granted.Read, p) && !slices.Contains(granted.Write, p) {
+			out = append(out, "read "+textsafe.Name(p))
+		}
+	}
+	for _, p := range asked.Write {
+		if !slices.Contains(granted.Write, p) {
+			out = append(out, "write "+textsafe.Name(p))
+		}
+	}
+	if asked.Network && !granted.Network {
+		out = append(out, "network")
+	}
+	if asked.Exec && !granted.Exec {
+		out = append(out, "exec")
+	}
+	if asked.SessionFile && !granted.SessionFile {
+		out = append(out, "session")
+	}
+	return out
 }
 
 // noPluginsHint tells the operator, on stderr, when no plugin was found or

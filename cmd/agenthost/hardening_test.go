@@ -13,6 +13,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
 // A plugin's name, version, description or file name cannot forge a line
@@ -48,6 +49,9 @@ func TestListingsCannotBeForged(t *testing.T) {
 		`  "evil\n[WARN] forged line \x1b[31mred" "1.0\x1b[2J" (protocol 1.3)` + "\n" +
 		"  tools: fine\n" +
 		`  refused: invalid tool: name "bad\nname" must match ^[a-zA-Z0-9_-]{1,64}$` + "\n" +
+		"  sandbox: enforced (" + sandbox.Probe().String() + ")\n" +
+		"    asked:   nothing beyond the defaults\n" +
+		"    granted: roots read-write; the system read-only\n" +
 		`"` + filepath.Join(dir, "agenthost-plugin-x") + `\n[ERROR] forged\x1b[31m"` + "\n" +
 		`  skipped: it is not an agenthost plugin: its first line of output was "not a plugin\x1b[2J"` + "\n"
 	if r.stdout != want {
@@ -116,9 +120,10 @@ func TestCtrlCOnCallIsACancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	plugintest.Install(t, plugins, host.PluginPrefix+"test", "./host/testdata/testplugin")
-	started := filepath.Join(t.TempDir(), "started")
+	markers := t.TempDir()
+	started := filepath.Join(markers, "started")
 
-	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), exe, "--log-level", "debug", "call", "sleep", `{"millis":60000,"ignore_cancel":true,"started":"`+started+`"}`)
+	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), exe, "--log-level", "debug", "--grant", "test=write:"+markers, "call", "sleep", `{"millis":60000,"ignore_cancel":true,"started":"`+started+`"}`)
 	cmd.Env = append(os.Environ(), "AGENTHOST_PLUGINS=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -305,7 +305,8 @@ func (b *blocker) cancelCall(t *testing.T, cs *mcp.ClientSession) {
 // the tool runs with, in-process and across the plugin boundary.
 func TestMCPCancel(t *testing.T) {
 	dir := pluginDir(t)
-	reg := newTestRegistry(t, dir, t.TempDir())
+	root := t.TempDir()
+	reg := newTestRegistry(t, dir, root)
 	inMemory := newBlocker(t, reg, "block_mem")
 	overHTTP := newBlocker(t, reg, "block_http")
 	cs := connectInMemory(t, reg, nil)
@@ -344,7 +345,7 @@ func TestMCPCancel(t *testing.T) {
 	})
 
 	t.Run("plugin tool", func(t *testing.T) {
-		marker := filepath.Join(t.TempDir(), "started")
+		marker := filepath.Join(root, "started") // inside the root: the plugin's sandbox allows nothing else
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		begin := time.Now()

@@ -66,6 +66,18 @@ Flags (before or after the command):
                      planted or replaced (a plugins directory, binary or
                      lock file writable by others or owned by another
                      user); by default they are refused
+  --sandbox MODE     auto (default): confine every plugin and run_bash
+                     command in a Landlock sandbox as far as the kernel
+                     supports, warning once about the rest; require: refuse
+                     to start a plugin the kernel cannot confine fully; off:
+                     run plugins with all of the user's rights (the escape
+                     hatch)
+  --grant PLUGIN=ITEM[,ITEM...]
+                     grant a plugin more than its defaults (repeatable):
+                     network (outbound TCP), exec (run programs), session
+                     (the session file), read:PATH, write:PATH, or asked
+                     (all it declares); agenthost plugins shows what each
+                     asks for and gets
   --version          print the version and exit (before the command)
 
 Run agenthost COMMAND --help for a command's own flags.
@@ -85,6 +97,8 @@ type globals struct {
 	eager       bool
 	cacheDir    string
 	idleTimeout time.Duration
+	sandbox     string
+	grants      listFlag
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -99,6 +113,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.eager, "eager", g.eager, "start every plugin at load, in parallel, instead of on first use")
 	fs.StringVar(&g.cacheDir, "cache-dir", g.cacheDir, "where plugin descriptions are cached (`DIR`; - for none)")
 	fs.DurationVar(&g.idleTimeout, "idle-timeout", g.idleTimeout, "stop a plugin after this `DURATION` without calls (0: never)")
+	fs.StringVar(&g.sandbox, "sandbox", g.sandbox, "confine plugins: auto, require or off (`MODE`)")
+	fs.Var(&g.grants, "grant", "grant `PLUGIN=ITEM[,ITEM...]`: network, exec, session, asked, read:PATH, write:PATH (repeatable)")
 }
 
 // listFlag is a repeatable string flag.
@@ -146,7 +162,7 @@ func commands() map[string]*command {
 // run is the whole program, testable: main only adds the process's
 // stdio, signals and exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	g := &globals{plugins: os.Getenv("AGENTHOST_PLUGINS"), logLevel: "warn", idleTimeout: host.DefaultIdleTimeout}
+	g := &globals{plugins: os.Getenv("AGENTHOST_PLUGINS"), logLevel: "warn", idleTimeout: host.DefaultIdleTimeout, sandbox: "auto"}
 	root := flag.NewFlagSet("agenthost", flag.ContinueOnError)
 	root.SetOutput(io.Discard)
 	g.register(root)
@@ -208,16 +224,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usagef("--root %s: not a directory", root)
 		}
 	}
+	mode, err := host.ParseSandboxMode(g.sandbox)
+	if err != nil {
+		return usagef("--sandbox: %v", err)
+	}
+	grants, err := parseGrants(g.grants)
+	if err != nil {
+		return usagef("--grant: %v", err)
+	}
 	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock}
 	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
-		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure})
+		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
+		Sandbox: mode, Grants: grants})
 	if err != nil {
 		return pluginsDirError(dir, err)
 	}
 	defer reg.Close()
+	for name := range grants {
+		if !hasPlugin(reg.Plugins(), name) {
+			logger.Warn("--grant names no plugin in the plugins directory", "plugin", name)
+		}
+	}
 	for _, n := range g.enable {
 		if err := reg.Enable(n); err != nil {
 			return usagef("--enable %s: %v", n, err)
@@ -230,6 +260,37 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmdEnv.registry = reg
 	return cmd.run(ctx, cmdEnv, fs.Args())
+}
+
+// hasPlugin reports whether a plugin binary of that name (with or
+// without the prefix) was found.
+func hasPlugin(reports []host.PluginReport, name string) bool {
+	for _, r := range reports {
+		if base := filepath.Base(r.Path); base == name || base == host.PluginPrefix+name {
+			return true
+		}
+	}
+	return false
+}
+
+// parseGrants reads the --grant flags; grants to one plugin add up.
+func parseGrants(specs []string) (map[string]host.Grant, error) {
+	grants := map[string]host.Grant{}
+	for _, spec := range specs {
+		name, g, err := host.ParseGrant(spec)
+		if err != nil {
+			return nil, err
+		}
+		old := grants[name]
+		old.Read = append(old.Read, g.Read...)
+		old.Write = append(old.Write, g.Write...)
+		old.Network = old.Network || g.Network
+		old.Exec = old.Exec || g.Exec
+		old.SessionFile = old.SessionFile || g.SessionFile
+		old.Asked = old.Asked || g.Asked
+		grants[name] = old
+	}
+	return grants, nil
 }
 
 // pluginsDirHint says where the plugins directory comes from.

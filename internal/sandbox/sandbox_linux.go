@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -154,17 +155,25 @@ func addRule(ruleset int, r Rule, handled uint64) error {
 // caller decides whether to run the command unconfined. On a kernel with
 // an older ABI, what that ABI can restrict is (Support.Missing says what
 // is not).
-func Start(cmd *exec.Cmd, p *Policy) error {
+//
+// The caller calls release once the process has ended. The kernel sends
+// a parent-death signal (SysProcAttr.Pdeathsig) when the thread that
+// started the process ends, not when the host does; so the restricted
+// thread that started it, when cmd asks for such a signal, waits for
+// release before it ends.
+func Start(cmd *exec.Cmd, p *Policy) (release func(), err error) {
 	s := Probe()
 	if !s.Enforced() {
-		return ErrUnsupported
+		return nil, ErrUnsupported
 	}
 	ruleset, err := p.ruleset(s.ABI)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unix.Close(ruleset)
 	done := make(chan error, 1)
+	released := make(chan struct{})
+	keep := cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0
 	go func() {
 		// The thread is never unlocked: once restricted, it must run
 		// nothing else, and the runtime ends a thread whose goroutine
@@ -172,9 +181,17 @@ func Start(cmd *exec.Cmd, p *Policy) error {
 		// made by its template thread, not by this one, so they start
 		// unrestricted.
 		runtime.LockOSThread()
-		done <- startRestricted(cmd, ruleset)
+		err := startRestricted(cmd, ruleset)
+		done <- err
+		if err == nil && keep {
+			<-released
+		}
 	}()
-	return <-done
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(released) }) }, nil
 }
 
 // startRestricted restricts the calling thread to ruleset and starts cmd
@@ -194,13 +211,20 @@ func startRestricted(cmd *exec.Cmd, ruleset int) error {
 	return cmd.Start()
 }
 
-// dropCapabilities empties the calling thread's capability bounding,
-// inheritable and ambient sets, so that a program it starts runs with no
-// capability even when the host runs as root: executing a program as
-// root grants the bounding set, and capabilities such as CAP_SYS_PTRACE
-// or CAP_DAC_OVERRIDE would let it around what the ruleset leaves to the
-// kernel's ordinary checks (another process's environment in /proc, say).
-// A host without capabilities has nothing to drop.
+// keptCapabilities are those a process started by a root host keeps:
+// the ones over files, which let root be root inside what the ruleset
+// allows (give a file back to its owner, write a file that is not its
+// own), and which no Landlock rule yields to.
+var keptCapabilities = []int{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID}
+
+// dropCapabilities empties the calling thread's capability bounding set
+// but for keptCapabilities, and its inheritable and ambient sets, so that
+// a program it starts has no other capability even when the host runs as
+// root: executing a program as root grants the bounding set, and
+// capabilities such as CAP_SYS_PTRACE (another process's environment in
+// /proc), CAP_SYS_ADMIN, CAP_SETUID, CAP_NET_RAW or CAP_SYS_MODULE would
+// reach around what Landlock restricts. A host without capabilities has
+// nothing to drop.
 func dropCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -211,6 +235,9 @@ func dropCapabilities() error {
 		return nil
 	}
 	for c := 0; c < 64; c++ {
+		if slices.Contains(keptCapabilities, c) {
+			continue
+		}
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) {
 				break // past the last capability

@@ -13,4 +13,4 @@ func Probe() Support {
 }
 
 // Start returns ErrUnsupported: there is no Landlock to start cmd in.
-func Start(cmd *exec.Cmd, p *Policy) error { return ErrUnsupported }
+func Start(cmd *exec.Cmd, p *Policy) (release func(), err error) { return nil, ErrUnsupported }

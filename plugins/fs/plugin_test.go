@@ -42,12 +42,20 @@ func startPlugin(t *testing.T, roots []string) *fsPlugin {
 // startPluginIn starts the plugins of dir, which must serve the fs tools.
 func startPluginIn(t *testing.T, dir string, roots []string) *fsPlugin {
 	t.Helper()
+	return startPluginWith(t, dir, roots, nil)
+}
+
+// startPluginWith is startPluginIn with grants to the plugin beyond its
+// sandbox's defaults.
+func startPluginWith(t *testing.T, dir string, roots []string, grants map[string]host.Grant) *fsPlugin {
+	t.Helper()
 	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, &host.Options{
 		Roots:    roots,
 		CacheDir: host.NoCache,
 		Eager:    true,
 		Logger:   hclog.NewNullLogger(),
 		Timeout:  time.Minute,
+		Grants:   grants,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/sdk"
 )
 
 // These tests run the tools in a real fs plugin process, as the host
@@ -437,7 +439,10 @@ func straced(t *testing.T, roots []string) (*fsPlugin, string) {
 	if err := os.WriteFile(filepath.Join(pdir, "agenthost-plugin-fs"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return startPluginIn(t, pdir, roots), log
+	// The wrapper runs strace, which runs the plugin binary where it was
+	// built and writes its log outside the roots.
+	grant := host.Grant{Permissions: sdk.Permissions{Exec: true, Read: []string{filepath.Dir(real)}, Write: []string{dir}}}
+	return startPluginWith(t, pdir, roots, map[string]host.Grant{"fs": grant}), log
 }
 
 // Durability: a write syncs the new file before the rename and the

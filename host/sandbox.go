@@ -1,0 +1,359 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/internal/sandbox"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+// SandboxMode says how the host confines plugin processes.
+type SandboxMode int
+
+const (
+	// SandboxAuto enforces what the kernel supports and warns once,
+	// naming what it does not.
+	SandboxAuto SandboxMode = iota
+	// SandboxRequire refuses to start a plugin the kernel cannot confine
+	// with every restriction the host uses.
+	SandboxRequire
+	// SandboxOff runs plugins unconfined: the escape hatch.
+	SandboxOff
+)
+
+func (m SandboxMode) String() string {
+	switch m {
+	case SandboxAuto:
+		return "auto"
+	case SandboxRequire:
+		return "require"
+	case SandboxOff:
+		return "off"
+	}
+	return fmt.Sprintf("SandboxMode(%d)", int(m))
+}
+
+// ParseSandboxMode reads "auto", "require" or "off".
+func ParseSandboxMode(s string) (SandboxMode, error) {
+	for _, m := range []SandboxMode{SandboxAuto, SandboxRequire, SandboxOff} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown sandbox mode %q (want auto, require or off)", s)
+}
+
+// Grant is what the user allows one plugin beyond its defaults. A
+// third-party plugin gets, by default, read-write access to the workspace
+// roots (or less, if it declares less) and the read-only system paths a
+// program needs; a built-in gets what it declares. Whatever else a plugin
+// gets is granted here, whether it asked or not: the declaration tells
+// the user what to grant, the grant decides.
+type Grant struct {
+	// Read, Write, Network, Exec and SessionFile are granted as they are
+	// declared (see sdk.Permissions); Roots is not used.
+	sdk.Permissions
+	// Asked grants everything the plugin declares.
+	Asked bool
+}
+
+// ParseGrant reads a grant as the command line writes it:
+// "PLUGIN=ITEM[,ITEM...]", where PLUGIN is the plugin's binary name with
+// or without "agenthost-plugin-", and an ITEM is network, exec, session,
+// asked (everything the plugin declares), read:PATH or write:PATH. A
+// relative PATH is made absolute; "~/" and "$TMPDIR" are kept for the
+// host to expand.
+func ParseGrant(spec string) (plugin string, g Grant, err error) {
+	plugin, items, ok := strings.Cut(spec, "=")
+	plugin = strings.TrimPrefix(strings.TrimSpace(plugin), PluginPrefix)
+	if !ok || plugin == "" || items == "" {
+		return "", g, fmt.Errorf("grant %q: want PLUGIN=ITEM[,ITEM...]", spec)
+	}
+	for item := range strings.SplitSeq(items, ",") {
+		kind, path, hasPath := strings.Cut(strings.TrimSpace(item), ":")
+		switch {
+		case kind == "network" && !hasPath:
+			g.Network = true
+		case kind == "exec" && !hasPath:
+			g.Exec = true
+		case kind == "session" && !hasPath:
+			g.SessionFile = true
+		case kind == "asked" && !hasPath:
+			g.Asked = true
+		case (kind == "read" || kind == "write") && hasPath && path != "":
+			if !strings.HasPrefix(path, "~/") && !strings.HasPrefix(path, "$TMPDIR") {
+				if path, err = filepath.Abs(path); err != nil {
+					return "", g, err
+				}
+			}
+			if kind == "read" {
+				g.Read = append(g.Read, path)
+			} else {
+				g.Write = append(g.Write, path)
+			}
+		default:
+			return "", g, fmt.Errorf("grant %q: unknown item %q (want network, exec, session, asked, read:PATH or write:PATH)", spec, item)
+		}
+	}
+	if err := (sdk.Permissions{Read: g.Read, Write: g.Write}).Validate(); err != nil {
+		return "", g, fmt.Errorf("grant %q: %w", spec, err)
+	}
+	return plugin, g, nil
+}
+
+// SandboxReport says how one plugin is confined.
+type SandboxReport struct {
+	// Asked is what the plugin declares it needs.
+	Asked sdk.Permissions
+	// Granted is what it gets: the roots as the host gives them, and
+	// what the user granted (for a built-in, what it declares).
+	Granted sdk.Permissions
+	// Enforced says the kernel enforces the plugin's sandbox; NotEnforced
+	// names what it does not, when it enforces only part, or why not at
+	// all.
+	Enforced    bool
+	NotEnforced []string
+	// Mode is the host's sandbox mode.
+	Mode SandboxMode
+}
+
+// Status is the report in one line: "enforced (Landlock ABI 7)", "partly
+// enforced (...; not: ...)", "not enforced: ...", "off".
+func (s SandboxReport) Status() string {
+	support := probeSandbox()
+	switch {
+	case s.Mode == SandboxOff:
+		return "off (--sandbox off): the plugin runs with the user's rights"
+	case !s.Enforced:
+		return "not enforced: " + strings.Join(s.NotEnforced, "; ")
+	case len(s.NotEnforced) > 0:
+		return fmt.Sprintf("partly enforced (%s; not enforced: %s)", support, strings.Join(s.NotEnforced, "; "))
+	}
+	return fmt.Sprintf("enforced (%s)", support)
+}
+
+// probeSandbox is what the kernel supports; tests replace it to play an
+// older kernel.
+var probeSandbox = sandbox.Probe
+
+// sandboxConfig is the registry's sandbox settings, shared by its plugins.
+type sandboxConfig struct {
+	mode   SandboxMode
+	grants map[string]Grant
+	roots  []string
+	// sessionFile is the session context file, as the registry's tool
+	// context says when a plugin starts.
+	sessionFile func() string
+	logger      hclog.Logger
+	warnOnce    sync.Once
+}
+
+// grant returns the user's grant to the plugin at path.
+func (c *sandboxConfig) grant(path string) Grant {
+	if c == nil {
+		return Grant{}
+	}
+	name := filepath.Base(path)
+	if g, ok := c.grants[strings.TrimPrefix(name, PluginPrefix)]; ok {
+		return g
+	}
+	return c.grants[name]
+}
+
+// granted is what the plugin at path gets, given what it declares.
+func (c *sandboxConfig) granted(path string, asked sdk.Permissions) sdk.Permissions {
+	g := c.grant(path)
+	out := sdk.Permissions{Roots: asked.Roots}
+	if out.Roots == sdk.RootsDefault {
+		out.Roots = sdk.RootsReadWrite
+	}
+	if isBuiltin(path) || g.Asked {
+		out.Read = append(out.Read, asked.Read...)
+		out.Write = append(out.Write, asked.Write...)
+		out.Network = asked.Network
+		out.Exec = asked.Exec
+		out.SessionFile = asked.SessionFile
+	}
+	out.Read = append(out.Read, g.Read...)
+	out.Write = append(out.Write, g.Write...)
+	out.Network = out.Network || g.Network
+	out.Exec = out.Exec || g.Exec
+	out.SessionFile = out.SessionFile || g.SessionFile
+	out.Read = compactPaths(out.Read)
+	out.Write = compactPaths(out.Write)
+	return out
+}
+
+func compactPaths(paths []string) []string {
+	if len(paths) == 0 {
+		return nil
+	}
+	paths = slices.Clone(paths)
+	slices.Sort(paths)
+	return slices.Compact(paths)
+}
+
+// report says how the plugin at path is confined.
+func (c *sandboxConfig) report(path string, asked sdk.Permissions) SandboxReport {
+	rep := SandboxReport{Asked: asked, Granted: c.granted(path, asked), Mode: c.mode}
+	if c.mode == SandboxOff {
+		return rep
+	}
+	support := probeSandbox()
+	rep.Enforced = support.Enforced()
+	if !rep.Enforced {
+		rep.NotEnforced = []string{support.String()}
+		return rep
+	}
+	rep.NotEnforced = support.Missing()
+	return rep
+}
+
+// errSandboxRequired is a launch refused under SandboxRequire.
+type errSandboxRequired struct{ support sandbox.Support }
+
+func (e errSandboxRequired) Error() string {
+	if !e.support.Enforced() {
+		return fmt.Sprintf("the sandbox is required (--sandbox require) but the kernel cannot confine plugins: %s", e.support)
+	}
+	return fmt.Sprintf("the sandbox is required (--sandbox require) but the kernel (%s) does not enforce %s", e.support, strings.Join(e.support.Missing(), "; "))
+}
+
+// warnUnenforced warns once, in one line, when plugins run less confined
+// than the host would have them.
+func (c *sandboxConfig) warnUnenforced() {
+	if c.mode != SandboxAuto {
+		return
+	}
+	support := probeSandbox()
+	if support.ABI >= sandbox.FullABI {
+		return
+	}
+	c.warnOnce.Do(func() {
+		if !support.Enforced() {
+			c.logger.Warn("plugins run unconfined: the kernel has no Landlock sandbox ("+support.String()+"); --sandbox require refuses to run them, --sandbox off silences this", "landlock", support.String())
+			return
+		}
+		c.logger.Warn("the kernel enforces only part of the plugin sandbox; not enforced: "+strings.Join(support.Missing(), "; "), "landlock", support.String())
+	})
+}
+
+// policy is the sandbox of one launch of the plugin binary bin, with its
+// go-plugin socket in socketDir, given its permissions; nil when the
+// plugin runs unconfined (mode off, or no Landlock under auto).
+func (c *sandboxConfig) policy(bin *openedBinary, socketDir string, perms sdk.Permissions) (*sandbox.Policy, error) {
+	if c == nil || c.mode == SandboxOff {
+		return nil, nil
+	}
+	support := probeSandbox()
+	if c.mode == SandboxRequire && support.ABI < sandbox.FullABI {
+		return nil, errSandboxRequired{support}
+	}
+	c.warnUnenforced()
+	if !support.Enforced() {
+		return nil, nil
+	}
+	p := &sandbox.Policy{Network: perms.Network}
+	p.Rules = append(p.Rules, sandbox.System(perms.Exec)...)
+	p.Rules = append(p.Rules, sandbox.Rule{Path: bin.path, File: bin.file, Access: sandbox.Read | sandbox.Execute})
+	p.Allow(sandbox.Read|sandbox.Execute, sandbox.Interpreters(bin.file, os.Getenv("PATH"))...)
+	if socketDir != "" {
+		p.Allow(sandbox.Read|sandbox.Write, socketDir)
+	}
+	var exec sandbox.Access
+	if perms.Exec {
+		exec = sandbox.Execute
+	}
+	switch perms.Roots {
+	case sdk.RootsRead:
+		p.Allow(sandbox.Read|exec, c.roots...)
+	case sdk.RootsReadWrite, sdk.RootsDefault:
+		p.Allow(sandbox.Read|sandbox.Write|exec, c.roots...)
+	}
+	read, write := expandPaths(perms.Read), expandPaths(perms.Write)
+	p.Allow(sandbox.Read|exec, read...)
+	p.Allow(sandbox.Read|sandbox.Write|exec, write...)
+	if dir := c.sessionDir(perms); dir != "" {
+		// The rule needs the directory to exist; the user named the file
+		// in it, so the host makes it, as save_session_context would.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("making the session file's directory: %w", err)
+		}
+		p.Allow(sandbox.Read|sandbox.Write, dir)
+	}
+	return p, nil
+}
+
+// sessionDir is the directory of the session context file, for a plugin
+// granted it; "" otherwise or when there is none.
+func (c *sandboxConfig) sessionDir(perms sdk.Permissions) string {
+	if c == nil || !perms.SessionFile || c.sessionFile == nil {
+		return ""
+	}
+	f := c.sessionFile()
+	if f == "" {
+		return ""
+	}
+	return filepath.Dir(absPath(f))
+}
+
+// SandboxEnv is the variable through which the host tells a plugin it
+// runs sandboxed, and with what: a JSON object of sandboxedPermissions.
+// The bash plugin confines each command to the same (minus what is the
+// plugin's own); a plugin that finds it absent runs unconfined.
+const SandboxEnv = "AGENTHOST_SANDBOX"
+
+// sandboxedPermissions is what SandboxEnv carries: the permissions, paths
+// expanded.
+type sandboxedPermissions struct {
+	Roots   string   `json:"roots"`
+	Read    []string `json:"read,omitempty"`
+	Write   []string `json:"write,omitempty"`
+	Network bool     `json:"network,omitempty"`
+	Exec    bool     `json:"exec,omitempty"`
+}
+
+func sandboxEnvValue(perms sdk.Permissions) string {
+	data, _ := json.Marshal(sandboxedPermissions{
+		Roots:   perms.Roots.String(),
+		Read:    expandPaths(perms.Read),
+		Write:   expandPaths(perms.Write),
+		Network: perms.Network,
+		Exec:    perms.Exec,
+	})
+	return SandboxEnv + "=" + string(data)
+}
+
+// expandPaths expands "~/" and "$TMPDIR" as the host sees them.
+func expandPaths(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		switch {
+		case strings.HasPrefix(p, "~/"):
+			home, err := os.UserHomeDir()
+			if err != nil {
+				continue
+			}
+			p = filepath.Join(home, p[2:])
+		case p == "$TMPDIR" || strings.HasPrefix(p, "$TMPDIR/"):
+			p = filepath.Join(os.TempDir(), strings.TrimPrefix(p, "$TMPDIR"))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
