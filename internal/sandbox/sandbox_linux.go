@@ -238,6 +238,13 @@ func dropCapabilities() error {
 		if slices.Contains(keptCapabilities, c) {
 			continue
 		}
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			break // past the last capability
+		}
+		if err == nil && in == 0 {
+			continue // dropped already (a sandbox within a sandbox)
+		}
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) {
 				break // past the last capability

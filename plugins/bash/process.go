@@ -41,6 +41,7 @@ type job struct {
 	dir     string
 	env     []string
 	timeout time.Duration
+	sandbox *commandSandbox // nil: unconfined
 }
 
 // outcome is how a job ended.

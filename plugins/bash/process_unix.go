@@ -74,7 +74,7 @@ func startGroup(j job, stdout, stderr *os.File) (*watchdog, error) {
 	}
 	pgid := leader.Process.Pid
 	shell := shellCommand(j, stdout, stderr, &syscall.SysProcAttr{Setpgid: true, Pgid: pgid})
-	if err := startCommand(shell); err != nil {
+	if err := startCommand(shell, j.sandbox); err != nil {
 		signalGroup(pgid, syscall.SIGKILL)
 		_ = leader.Wait()
 		lifeline.Close()

@@ -73,11 +73,15 @@ var runBash = sdk.NewTool(sdk.Info{
 	if err != nil {
 		return "", err
 	}
+	sb, err := sandboxFor(sdk.Roots(ctx))
+	if err != nil {
+		return "", fmt.Errorf("the command was not run: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("the command was not run: %w", err)
 	}
 
-	out, err := run(ctx, job{shell: shellPath(), command: in.Command, dir: dir, env: env, timeout: timeout})
+	out, err := run(ctx, job{shell: shellPath(), command: in.Command, dir: dir, env: env, timeout: timeout, sandbox: sb})
 	if err != nil {
 		return "", fmt.Errorf("running the command: %w", err)
 	}

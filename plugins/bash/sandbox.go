@@ -1,16 +1,86 @@
 package main
 
-import "os/exec"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
 
-// startCommand starts a command's shell, cmd. It is the one place a
-// shell is started: on Linux in the command's watchdog process (see
-// watchdogMain), elsewhere in the plugin.
+	"github.com/agenthost/agenthost/internal/sandbox"
+)
+
+// commandSandbox is what one command may do: the call's workspace roots,
+// and what the host granted the plugin (AGENTHOST_SANDBOX), read, written
+// and executed; the network only when granted. It is nil when the host
+// runs the plugin unconfined (--sandbox off, or a kernel without
+// Landlock).
+type commandSandbox struct {
+	Roots   []string
+	Read    []string
+	Write   []string
+	Network bool
+}
+
+// grantedSandbox is what the host told the plugin of its own sandbox, or
+// nil when it runs unconfined.
+var grantedSandbox = sync.OnceValues(func() (*commandSandbox, error) {
+	v := os.Getenv("AGENTHOST_SANDBOX")
+	if v == "" {
+		return nil, nil
+	}
+	var perms struct {
+		Read    []string `json:"read"`
+		Write   []string `json:"write"`
+		Network bool     `json:"network"`
+	}
+	if err := json.Unmarshal([]byte(v), &perms); err != nil {
+		return nil, fmt.Errorf("reading the plugin's sandbox from AGENTHOST_SANDBOX: %w", err)
+	}
+	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network}, nil
+})
+
+// sandboxFor is the sandbox of a command run with these workspace roots.
+func sandboxFor(roots []string) (*commandSandbox, error) {
+	granted, err := grantedSandbox()
+	if granted == nil || err != nil {
+		return nil, err
+	}
+	sb := *granted
+	sb.Roots = roots
+	return &sb, nil
+}
+
+// policy is the Landlock policy of the command: the system readable and
+// its programs executable, the roots and the granted write paths (the
+// temporary directory among them) read, written and executable, the
+// granted read paths read and executable. Nothing of the plugin's own —
+// its socket directory, its binary — is in it.
+func (sb *commandSandbox) policy() *sandbox.Policy {
+	p := &sandbox.Policy{Rules: sandbox.System(true), Network: sb.Network}
+	p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, sb.Roots...)
+	p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, sb.Write...)
+	p.Allow(sandbox.Read|sandbox.Execute, sb.Read...)
+	return p
+}
+
+// startCommand starts a command's shell, cmd, inside sb (nil: as the
+// plugin itself runs). It is the one place a shell is started: on Linux
+// in the command's watchdog process (see watchdogMain), elsewhere in the
+// plugin.
 //
 // On Linux, cmd.SysProcAttr asks for a parent-death signal (Pdeathsig),
-// which the kernel sends when the thread that started the shell ends: a
-// start from a locked OS thread must keep that thread until the shell
-// has ended. The watchdog process lives until then, and exits as soon
-// as the shell and everything it started are gone.
-func startCommand(cmd *exec.Cmd) error {
-	return cmd.Start()
+// which the kernel sends when the thread that started the shell ends: the
+// locked thread sandbox.Start starts it from is kept until the process
+// exits (release is never called), and the watchdog exits as soon as the
+// shell and everything it started are gone.
+func startCommand(cmd *exec.Cmd, sb *commandSandbox) error {
+	if sb == nil {
+		return cmd.Start()
+	}
+	_, err := sandbox.Start(cmd, sb.policy())
+	if err != nil {
+		return fmt.Errorf("confining the command: %w", err)
+	}
+	return nil
 }

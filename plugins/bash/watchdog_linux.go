@@ -75,6 +75,7 @@ const (
 type wireJob struct {
 	Shell, Command, Dir string
 	Env                 []string
+	Sandbox             *commandSandbox
 }
 
 // writeJob sends j to the watchdog: its length, four bytes
@@ -82,7 +83,7 @@ type wireJob struct {
 func writeJob(w io.Writer, j job) error {
 	var b bytes.Buffer
 	b.Write(make([]byte, 4))
-	if err := gob.NewEncoder(&b).Encode(wireJob{Shell: j.shell, Command: j.command, Dir: j.dir, Env: j.env}); err != nil {
+	if err := gob.NewEncoder(&b).Encode(wireJob{Shell: j.shell, Command: j.command, Dir: j.dir, Env: j.env, Sandbox: j.sandbox}); err != nil {
 		return err
 	}
 	if b.Len()-4 > maxJobSize {
@@ -111,7 +112,7 @@ func readJob(r io.Reader) (job, error) {
 	if err := gob.NewDecoder(bytes.NewReader(buf)).Decode(&wj); err != nil {
 		return job{}, err
 	}
-	return job{shell: wj.Shell, command: wj.Command, dir: wj.Dir, env: wj.Env}, nil
+	return job{shell: wj.Shell, command: wj.Command, dir: wj.Dir, env: wj.Env, sandbox: wj.Sandbox}, nil
 }
 
 // runIfWatchdog runs this process as a command's watchdog, and exits,
@@ -155,7 +156,7 @@ func watchdogMain() int {
 	var shell int
 	if err == nil {
 		cmd := shellCommand(j, stdout, stderr, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
-		if err = startCommand(cmd); err == nil {
+		if err = startCommand(cmd, j.sandbox); err == nil {
 			shell = cmd.Process.Pid
 		}
 	}
