@@ -27,7 +27,8 @@ test:
 
 # bench measures the plugin call path against an in-process call (and
 # against the same plugin without its sandbox); one plugin's launch with
-# its sandbox and without; the lifecycle figures side by side (per-call
+# its sandbox and without, and a bare process start with a plugin's
+# Landlock ruleset and without; the lifecycle figures side by side (per-call
 # p50/p99 of a direct call, an in-process tool and a plugin tool through
 # the registry, and a raw gRPC echo between two processes; plugin
 # throughput with 1 and 8 callers; the RSS of an idle plugin and of a host
@@ -37,6 +38,7 @@ test:
 # installs nothing.
 bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(Execute|RegistryOverhead|LoadPlugins|Launch)$$' -benchmem -count 3 ./host/
+	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -count 6 ./internal/sandbox/
 	$(GO) test -run '^$$' -bench '^BenchmarkLifecycle' -benchtime 2s ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStartup$$' -benchtime 30x ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
