@@ -382,7 +382,8 @@ func TestAgentLiveContext(t *testing.T) {
 func TestAgentCancel(t *testing.T) {
 	t.Parallel()
 	dir := pluginDir(t, "test")
-	started := filepath.Join(t.TempDir(), "started")
+	regOpts := &host.Options{Logger: hclog.NewNullLogger()}
+	started := startedMarker(t, regOpts)
 
 	cases := map[string]struct {
 		step    func(context.Context, *llm.Request) (*llm.Response, error)
@@ -406,7 +407,7 @@ func TestAgentCancel(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){tc.step}}
-			a := newAgent(t, p, host.AgentOptions{PluginsDir: dir})
+			a := newAgent(t, p, host.AgentOptions{PluginsDir: dir, RegistryOptions: regOpts})
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			done := make(chan error, 1)

@@ -342,10 +342,11 @@ func TestCrashLoopDisablesThePluginUntilReset(t *testing.T) {
 
 func TestStoppedPluginIsReplacedAfterItsDeadline(t *testing.T) {
 	t.Parallel()
-	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir()})
+	opts := &host.Options{CacheDir: t.TempDir()}
+	started := startedMarker(t, opts)
+	reg := load(t, pluginDir(t, "test"), opts)
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	started := filepath.Join(t.TempDir(), "started")
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
@@ -385,7 +386,7 @@ func TestCloseIsBoundedWithAStoppedPlugin(t *testing.T) {
 
 func TestCloseIsBoundedWhenAGrandchildHoldsStderr(t *testing.T) {
 	t.Parallel()
-	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir()})
+	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir(), Grants: execGrant("test")})
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 	grandchild := atoi(t, call(t, reg, "hold", `{}`))
 	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })

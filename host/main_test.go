@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/sdk"
 )
 
 // The test binary doubles as a host process that tests can kill: see
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 // killed.
 func runHostHelper(dir string) {
 	ctx := context.Background()
-	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: hclog.NewNullLogger()})
+	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: hclog.NewNullLogger(), Grants: execGrant("test")})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
@@ -46,6 +48,22 @@ func runHostHelper(dir string) {
 	fmt.Println("PLUGIN", reg.Execute(ctx, "pid", nil))
 	fmt.Println("CHILD", reg.Execute(ctx, "spawn", nil))
 	select {}
+}
+
+// execGrant lets the named plugin run programs, which the sandbox forbids
+// by default.
+func execGrant(plugin string) map[string]host.Grant {
+	return map[string]host.Grant{plugin: {Permissions: sdk.Permissions{Exec: true}}}
+}
+
+// startedMarker returns where the test plugin's sleep tool may write its
+// "started" marker: in a fresh directory that it adds to opts.Roots, since
+// the sandbox lets a plugin write only to the workspace roots.
+func startedMarker(t *testing.T, opts *host.Options) string {
+	t.Helper()
+	root := t.TempDir()
+	opts.Roots = append(opts.Roots, root)
+	return filepath.Join(root, "started")
 }
 
 // fsTools are the tools of agenthost-plugin-fs, in its order.

@@ -199,9 +199,10 @@ func TestPluginDyingDuringCall(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			reg := load(t, pluginDir(t, "test"), nil)
+			opts := &host.Options{}
+			started := startedMarker(t, opts)
+			reg := load(t, pluginDir(t, "test"), opts)
 			pid := atoi(t, call(t, reg, "pid", `{}`))
-			started := filepath.Join(t.TempDir(), "started")
 			args := strings.Replace(tc.args, "STARTED", started, 1)
 			done := make(chan string, 1)
 			go func() { done <- reg.Execute(t.Context(), tc.tool, []byte(args)) }()
@@ -430,7 +431,7 @@ func TestPluginReadsLiveHostState(t *testing.T) {
 
 func TestCloseStopsPluginsAndTheirChildren(t *testing.T) {
 	t.Parallel()
-	reg := load(t, pluginDir(t, "test"), nil)
+	reg := load(t, pluginDir(t, "test"), &host.Options{Grants: execGrant("test")})
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 	child := atoi(t, call(t, reg, "spawn", `{}`))
 	if err := reg.Close(); err != nil {
@@ -455,7 +456,8 @@ func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	// Kill before Wait: after a failure the helper would wait forever.
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	got := readLines(t, bufio.NewScanner(stdout), "PLUGIN", "CHILD")
 	pid, child := atoi(t, got["PLUGIN"]), atoi(t, got["CHILD"])
 	if !alive(pid) || !alive(child) {
@@ -475,9 +477,10 @@ func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 
 func TestCallerCancellationReachesThePlugin(t *testing.T) {
 	t.Parallel()
-	reg := load(t, pluginDir(t, "test"), nil)
+	opts := &host.Options{}
+	started := startedMarker(t, opts)
+	reg := load(t, pluginDir(t, "test"), opts)
 	ctx, cancel := context.WithCancel(t.Context())
-	started := filepath.Join(t.TempDir(), "started")
 	done := make(chan string, 1)
 	go func() {
 		done <- reg.Execute(ctx, "sleep", []byte(fmt.Sprintf(`{"millis":20000,"started":%q}`, started)))
@@ -499,7 +502,7 @@ func TestSilentPluginMissesTheHandshakeDeadline(t *testing.T) {
 	if err := os.WriteFile(path, []byte("#!/bin/sh\nsleep 300\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	reg := load(t, dir, &host.Options{PluginStartTimeout: 300 * time.Millisecond})
+	reg := load(t, dir, &host.Options{PluginStartTimeout: 300 * time.Millisecond, Grants: execGrant("silent")})
 	reports := reg.Plugins()
 	if len(reports) != 1 || reports[0].Err == nil || reports[0].Err.Error() != "it did not complete the handshake within 300ms" {
 		t.Fatalf("reports = %+v", reports)
