@@ -267,6 +267,9 @@ func (c *sandboxConfig) policy(bin *openedBinary, socketDir string, perms sdk.Pe
 	p.Allow(sandbox.Read|sandbox.Execute, sandbox.Interpreters(bin.file, os.Getenv("PATH"))...)
 	if socketDir != "" {
 		p.Allow(sandbox.Read|sandbox.Write, socketDir)
+		// A plugin whose host died removes its socket's directory (the
+		// sdk does): the one right it has in the directory above.
+		p.Allow(sandbox.RemoveDir, filepath.Dir(socketDir))
 	}
 	var exec sandbox.Access
 	if perms.Exec {

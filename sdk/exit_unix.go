@@ -5,6 +5,7 @@ package sdk
 import (
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/hashicorp/go-plugin"
@@ -24,11 +25,23 @@ func exitWithHost() {
 		// The directory of the plugin's socket is the host's to remove,
 		// but a dead host cannot.
 		if dir := os.Getenv(plugin.EnvUnixSocketDir); dir != "" {
-			_ = os.RemoveAll(dir)
+			removeSocketDir(dir)
 		}
 		if pid := os.Getpid(); syscall.Getpgrp() == pid {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 		os.Exit(128 + int(syscall.SIGTERM))
 	}()
+}
+
+// removeSocketDir removes the socket directory dir, which holds only the
+// plugin's sockets, by its path: the plugin's sandbox lets it remove what
+// dir holds, and dir itself, but not list or open dir's parent, which
+// os.RemoveAll would.
+func removeSocketDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.Remove(filepath.Join(dir, e.Name()))
+	}
+	_ = syscall.Rmdir(dir)
 }

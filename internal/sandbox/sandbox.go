@@ -44,6 +44,10 @@ const (
 	Write
 	// Execute allows executing files.
 	Execute
+	// RemoveDir allows removing empty directories, and nothing else: on
+	// the parent of a directory the process may remove once it is done
+	// with it.
+	RemoveDir
 )
 
 func (a Access) String() string {
@@ -56,6 +60,9 @@ func (a Access) String() string {
 	}
 	if a&Execute != 0 {
 		parts = append(parts, "execute")
+	}
+	if a&RemoveDir != 0 {
+		parts = append(parts, "remove-dir")
 	}
 	if len(parts) == 0 {
 		return "none"

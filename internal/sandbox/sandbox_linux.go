@@ -75,6 +75,9 @@ func (a Access) rights() uint64 {
 	if a&Execute != 0 {
 		r |= fsExecute
 	}
+	if a&RemoveDir != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
+	}
 	return r
 }
 
