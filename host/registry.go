@@ -183,8 +183,13 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		grants: opts.Grants,
 		roots:  r.roots,
 		sessionFile: func() string {
-			st, _ := r.state(context.Background())
-			return st.SessionContextFilePath
+			r.mu.RLock()
+			tc := r.toolCtx
+			r.mu.RUnlock()
+			if tc == nil {
+				return ""
+			}
+			return tc.SessionContextFilePath()
 		},
 	}
 	switch {

@@ -309,23 +309,13 @@ func (c *sandboxConfig) sessionDir(perms sdk.Permissions) string {
 }
 
 // SandboxEnv is the variable through which the host tells a plugin it
-// runs sandboxed, and with what: a JSON object of sandboxedPermissions.
-// The bash plugin confines each command to the same (minus what is the
-// plugin's own); a plugin that finds it absent runs unconfined.
-const SandboxEnv = "AGENTHOST_SANDBOX"
+// runs sandboxed, and with what (see sandboxEnvValue); a plugin that finds
+// it absent runs unconfined.
+const SandboxEnv = sandbox.Env
 
-// sandboxedPermissions is what SandboxEnv carries: the permissions, paths
-// expanded.
-type sandboxedPermissions struct {
-	Roots   string   `json:"roots"`
-	Read    []string `json:"read,omitempty"`
-	Write   []string `json:"write,omitempty"`
-	Network bool     `json:"network,omitempty"`
-	Exec    bool     `json:"exec,omitempty"`
-}
-
+// sandboxEnvValue is SandboxEnv set to perms, paths expanded, as JSON.
 func sandboxEnvValue(perms sdk.Permissions) string {
-	data, _ := json.Marshal(sandboxedPermissions{
+	data, _ := json.Marshal(sandbox.Granted{
 		Roots:   perms.Roots.String(),
 		Read:    expandPaths(perms.Read),
 		Write:   expandPaths(perms.Write),

@@ -97,6 +97,22 @@ func (p *Policy) Allow(access Access, paths ...string) {
 	}
 }
 
+// Env is the variable through which the host tells a plugin that it runs
+// sandboxed, and with what: Granted as JSON. A plugin that finds it
+// absent runs unconfined.
+const Env = "AGENTHOST_SANDBOX"
+
+// Granted is what Env carries: the permissions the plugin's sandbox was
+// built from, paths expanded. The bash plugin confines each command to
+// the same, minus what is the plugin's own.
+type Granted struct {
+	Roots   string   `json:"roots"`
+	Read    []string `json:"read,omitempty"`
+	Write   []string `json:"write,omitempty"`
+	Network bool     `json:"network,omitempty"`
+	Exec    bool     `json:"exec,omitempty"`
+}
+
 // ErrUnsupported is returned by Start when the kernel has no Landlock.
 var ErrUnsupported = errors.New("the kernel does not support Landlock")
 

@@ -25,17 +25,13 @@ type commandSandbox struct {
 // grantedSandbox is what the host told the plugin of its own sandbox, or
 // nil when it runs unconfined.
 var grantedSandbox = sync.OnceValues(func() (*commandSandbox, error) {
-	v := os.Getenv("AGENTHOST_SANDBOX")
+	v := os.Getenv(sandbox.Env)
 	if v == "" {
 		return nil, nil
 	}
-	var perms struct {
-		Read    []string `json:"read"`
-		Write   []string `json:"write"`
-		Network bool     `json:"network"`
-	}
+	var perms sandbox.Granted
 	if err := json.Unmarshal([]byte(v), &perms); err != nil {
-		return nil, fmt.Errorf("reading the plugin's sandbox from AGENTHOST_SANDBOX: %w", err)
+		return nil, fmt.Errorf("reading the plugin's sandbox from %s: %w", sandbox.Env, err)
 	}
 	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network}, nil
 })
