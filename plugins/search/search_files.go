@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -255,7 +256,12 @@ func namesHidden(pattern string) bool {
 func noFiles(pattern string, base workspace.Path) string {
 	msg := fmt.Sprintf("No files matching %q in %s", pattern, textsafe.Name(displayArg(base)))
 	if !strings.Contains(pattern, "/") {
-		msg += fmt.Sprintf(" (the pattern matches paths relative to that directory; **/%s matches at any depth)", pattern)
+		// Quoted, like the pattern above, when it could forge a line.
+		hint := "**/" + pattern
+		if textsafe.NeedsQuoting(hint) {
+			hint = strconv.Quote(hint)
+		}
+		msg += fmt.Sprintf(" (the pattern matches paths relative to that directory; %s matches at any depth)", hint)
 	}
 	return msg
 }
