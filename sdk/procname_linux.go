@@ -6,11 +6,24 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/internal/wire"
 )
 
-// nameProcess gives the process the name of its binary in ps and top.
-// The host executes the very file it checked, through /proc/self/fd, so
-// the kernel names the process after the descriptor's number.
+// A plugin started by a host is named in init, which runs on the main
+// thread: the name ps and top show is the main thread's, and PR_SET_NAME
+// renames only the calling thread, which in Serve, after init, may be
+// another. A program that merely imports the sdk (a host) is left alone.
+func init() {
+	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+		nameProcess()
+	}
+}
+
+// nameProcess gives the calling thread, the main one, the name of its
+// binary in ps and top. The host executes the very file it checked,
+// through /proc/self/fd, so the kernel names the process after the
+// descriptor's number.
 func nameProcess() {
 	name := []byte(filepath.Base(os.Args[0]))
 	name = append(name[:min(len(name), 15)], 0) // the kernel keeps 15 bytes

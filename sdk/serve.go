@@ -71,7 +71,6 @@ func ServePlugin(p Plugin) {
 		JSONFormat: true,
 	})
 	srv := newServer(logger, p)
-	nameProcess()
 	exitWithHost()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
