@@ -27,12 +27,20 @@ const MaxQuoted = 64
 
 // Quote is strconv.Quote of s, or of its first MaxQuoted bytes (on a UTF-8
 // boundary) followed by "…" and its length when s is longer:
-// "aaaa…" (50000000 bytes).
+// "aaaa…" (50000000 bytes). Escapes (\x86, \u2028) make a quote up to
+// four times as long as what it quotes, so s is cut shorter still where
+// its quote would pass twice MaxQuoted.
 func Quote(s string) string {
-	if len(s) <= MaxQuoted {
+	keep := len(s)
+	if keep > MaxQuoted {
+		keep = cutPoint(s, MaxQuoted)
+	}
+	for keep > 0 && len(strconv.Quote(s[:keep])) > 2*MaxQuoted {
+		keep = cutPoint(s, keep-1)
+	}
+	if keep == len(s) {
 		return strconv.Quote(s)
 	}
-	keep := cutPoint(s, MaxQuoted)
 	return strconv.Quote(s[:keep]+"…") + " (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
