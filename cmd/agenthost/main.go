@@ -39,11 +39,15 @@ var errToolFailed = errors.New("the tool call failed")
 // process's exit status.
 func exitCode(err error, stderr io.Writer) int {
 	var usage *usageError
+	var config *configError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &usage):
 		fmt.Fprintf(stderr, "agenthost: %s (see agenthost --help)\n", usage.msg)
+		return 2
+	case errors.As(err, &config):
+		fmt.Fprintf(stderr, "agenthost: %v\n", config)
 		return 2
 	case errors.Is(err, errToolFailed):
 		return 1

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,8 +41,17 @@ Commands:
                                a bearer token, required off loopback)
 
 Flags (before or after the command):
-  --plugins DIR      the plugins directory (default $AGENTHOST_PLUGINS, else
-                     a "plugins" directory beside the executable)
+  --config FILE      read the configuration from FILE alone (- for none);
+                     by default agenthost/config.json in the user config
+                     directory (~/.config or $XDG_CONFIG_HOME on Linux)
+                     and agenthost.json in the current directory, whose
+                     keys win. JSON: the flags as keys (plugins, roots,
+                     enable, ..., grants, chat) and mcpServers as Claude
+                     Desktop, Cursor and Claude Code write it. A flag
+                     wins over the file; --plugin-env and --grant add to it
+  --plugins DIR      the plugins directory (default the configuration's,
+                     else $AGENTHOST_PLUGINS, else a "plugins" directory
+                     beside the executable)
   --root DIR         a workspace root (repeatable; default the current
                      directory): file tools stay inside the roots, and
                      relative paths resolve against the first; --root /
@@ -85,6 +95,7 @@ Run agenthost COMMAND --help for a command's own flags.
 
 // globals are the flags every command takes.
 type globals struct {
+	config    string
 	plugins   string
 	roots     listFlag
 	enable    listFlag
@@ -102,7 +113,8 @@ type globals struct {
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.plugins, "plugins", g.plugins, "the plugins `DIR`ectory")
+	fs.StringVar(&g.config, "config", g.config, "read the configuration `FILE` alone (- for none; default agenthost/config.json in the user config directory, then ./agenthost.json)")
+	fs.StringVar(&g.plugins, "plugins", g.plugins, "the plugins `DIR`ectory (default the configuration's, else $AGENTHOST_PLUGINS)")
 	fs.Var(&g.roots, "root", "a workspace root `DIR` (repeatable; default the current directory)")
 	fs.Var(&g.enable, "enable", "enable the tool `NAME` (repeatable)")
 	fs.Var(&g.disable, "disable", "disable the tool `NAME` (repeatable)")
@@ -203,6 +215,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return usagef("%s: %v", name, err)
 	}
+	// The configuration fills in the flags the command line left out.
+	given := map[string]bool{}
+	root.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	cfg, err := loadConfig(g.config, given["config"])
+	if err != nil {
+		return err
+	}
+	if err := cfg.apply(fs, given, name); err != nil {
+		return err
+	}
 
 	level := hclog.LevelFromString(g.logLevel)
 	if level == hclog.NoLevel {
@@ -236,6 +259,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
+	servers := cfg.mcpServers()
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
 		Sandbox: mode, Grants: grants})
@@ -244,9 +268,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer reg.Close()
 	for name := range grants {
-		if !hasPlugin(reg.Plugins(), name) {
-			logger.Warn("--grant names no plugin in the plugins directory", "plugin", name)
+		if server, ok := strings.CutPrefix(name, "mcp:"); ok {
+			if !slices.ContainsFunc(servers, func(s host.MCPServer) bool { return s.Name == server }) {
+				logger.Warn("a grant names no MCP server of the configuration", "server", server)
+			}
+		} else if !hasPlugin(reg.Plugins(), name) {
+			logger.Warn("a grant names no plugin in the plugins directory", "plugin", name)
 		}
+	}
+	if err := cfg.toggleTools(reg); err != nil {
+		return err
 	}
 	for _, n := range g.enable {
 		if err := reg.Enable(n); err != nil {
@@ -281,16 +312,20 @@ func parseGrants(specs []string) (map[string]host.Grant, error) {
 		if err != nil {
 			return nil, err
 		}
-		old := grants[name]
-		old.Read = append(old.Read, g.Read...)
-		old.Write = append(old.Write, g.Write...)
-		old.Network = old.Network || g.Network
-		old.Exec = old.Exec || g.Exec
-		old.SessionFile = old.SessionFile || g.SessionFile
-		old.Asked = old.Asked || g.Asked
-		grants[name] = old
+		grants[name] = addGrant(grants[name], g)
 	}
 	return grants, nil
+}
+
+// addGrant is what old and g grant together.
+func addGrant(old, g host.Grant) host.Grant {
+	old.Read = append(old.Read, g.Read...)
+	old.Write = append(old.Write, g.Write...)
+	old.Network = old.Network || g.Network
+	old.Exec = old.Exec || g.Exec
+	old.SessionFile = old.SessionFile || g.SessionFile
+	old.Asked = old.Asked || g.Asked
+	return old
 }
 
 // pluginsDirHint says where the plugins directory comes from.

@@ -19,8 +19,15 @@ import (
 
 func TestMain(m *testing.M) {
 	plugintest.IsolateCache()
+	// No test reads the configuration of the user running them.
+	config, err := os.MkdirTemp("", "agenthost-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", config)
 	code := m.Run()
 	plugintest.Cleanup()
+	os.RemoveAll(config)
 	os.Exit(code)
 }
 
