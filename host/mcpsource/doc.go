@@ -1,0 +1,54 @@
+// Package mcpsource is the protocol side of an MCP server used as a
+// source of tools: it connects to the server as an MCP client (the
+// official Go SDK underneath), lists the server's tools and calls them,
+// turning each result into the one text a model reads.
+//
+// Starting the server's process, its sandbox, restarts and the tool
+// registry are the host's business; this package only speaks the
+// protocol over a transport it is given:
+//
+//	cmd := exec.Command("mcp-server-x")
+//	stdin, _ := cmd.StdinPipe()
+//	stdout, _ := cmd.StdoutPipe()
+//	if err := cmd.Start(); err != nil {
+//		return err
+//	}
+//	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+//	defer cancel()
+//	s, err := mcpsource.Connect(ctx, mcpsource.Stdio(stdout, stdin), mcpsource.Options{Name: "agenthost", Version: version})
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+//	tools, err := s.Tools(ctx)
+//	...
+//	text, isError, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"hi"}`))
+//
+// Two error channels, as everywhere in the host:
+//   - A tool's own failure is data: Call returns the result's text with
+//     isError set, and err nil.
+//   - A Go error means the call did not produce a result: the server
+//     answered the request with a JSON-RPC error (an unknown tool, invalid
+//     arguments: errors.As finds the *jsonrpc.Error), the context ended
+//     (errors.Is finds context.Canceled or context.DeadlineExceeded), the
+//     connection is gone (errors.Is finds mcp.ErrConnectionClosed, and
+//     Done is closed or about to be: over streamable HTTP, once the SDK's
+//     attempts to reconnect, some 15 s, have failed), or the answer could
+//     not be used or was over Options.MaxResult. Messages are sentences
+//     for an operator or a model, never Go type names.
+//
+// What a server says about its tools is passed on as the server sent it:
+// a tool without a name or an input schema that is not an object is not
+// refused here, because the host validates every tool it registers (the
+// SDK itself drops a null entry of a list, and a tool whose x-mcp-header
+// annotations are invalid). What
+// this package bounds is what could exhaust the host: a message on the
+// wire (64 MiB + 1 MiB), a result's text (Options.MaxResult), a tool list
+// (10,000 tools in at most 1,000 pages, and a page cursor may not repeat),
+// a log message (16 KiB) and an error message (4 KiB).
+//
+// The client declares no capabilities (no roots, sampling or
+// elicitation: it has none to offer) and asks for protocol version
+// 2025-11-25 with the initialize handshake, which every server in use
+// speaks; a server that only speaks an older version negotiates it down.
+package mcpsource

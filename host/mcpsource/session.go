@@ -1,0 +1,301 @@
+package mcpsource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// protocolVersion is the version the client asks for. It is the newest
+// one negotiated with initialize; the SDK's newer default first tries a
+// server/discover request that today's servers do not know, and a server
+// that ignores an unknown request would stall the handshake until its
+// deadline.
+const protocolVersion = "2025-11-25"
+
+// The bounds of a tool list.
+const (
+	maxPages = 1000
+	maxTools = 10000
+)
+
+// defaultMaxResult is Options.MaxResult's zero value: 64 MiB.
+const defaultMaxResult = 64 << 20
+
+// objectSchema is the input schema of a tool whose server sent none.
+var objectSchema = json.RawMessage(`{"type":"object"}`)
+
+// Tool is one tool an MCP server lists.
+type Tool struct {
+	// Name, Title and Description are as the server sent them. Title is
+	// the tool's title, or its annotations' title when it has none.
+	Name, Title, Description string
+	// InputSchema is the schema the server sent (re-encoded: object keys
+	// sorted, numbers as JSON numbers); {"type":"object"} when it sent none.
+	// It is not checked here: it may be any JSON value.
+	InputSchema json.RawMessage
+	// ReadOnly, Destructive, Idempotent and OpenWorld are MCP's hints,
+	// with MCP's defaults applied where the server sent none: readOnly
+	// false, destructive true, idempotent false, openWorld true. They are
+	// the server's claims, not facts.
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
+}
+
+// Options configures a session.
+type Options struct {
+	// Name and Version are the client's implementation info, sent in the
+	// handshake: "agenthost" and the host's version. An empty Name is sent
+	// as "agenthost".
+	Name, Version string
+
+	// Logger receives the server's notifications/message, each at the
+	// hclog level that matches the server's (debug; info and notice;
+	// warning; error and worse), with the server's logger name as the
+	// field "logger". Data that is not a string is logged as its JSON; a
+	// message is cut to 16 KiB. If the server declares the logging
+	// capability, the handshake asks it for messages at Logger's level and
+	// above ("emergency" only, for a nil or silent Logger), so that a
+	// chatty server does not send what would be dropped. Nil discards the
+	// messages.
+	Logger hclog.Logger
+
+	// OnToolsChanged is called when the server sends
+	// notifications/tools/list_changed. It runs on the goroutine that
+	// delivers the server's notifications, one at a time: it may call the
+	// session's methods, but other notifications wait until it returns.
+	// Nil ignores the notification.
+	OnToolsChanged func()
+
+	// MaxResult bounds the text of one call's result, in bytes: a larger
+	// result is an error saying so. Zero means 64 MiB.
+	MaxResult int
+}
+
+// Session is a connection to one MCP server, initialized and ready for
+// calls. Its methods may be called concurrently.
+type Session struct {
+	cs        *mcp.ClientSession
+	maxResult int
+	done      chan struct{}
+	// life ends when Close is called, and with it every request under
+	// way: the SDK's own Close would wait for them.
+	life context.Context
+	end  context.CancelFunc
+}
+
+// Connect initializes a session over t. ctx bounds the handshake
+// (initialize, and logging/setLevel when the server declares logging);
+// it does not bound the session, which lasts until Close or until the
+// server goes away.
+func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	name := opts.Name
+	if name == "" {
+		name = "agenthost"
+	}
+	onToolsChanged := opts.OnToolsChanged
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: opts.Version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			if onToolsChanged != nil {
+				onToolsChanged()
+			}
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			logMessage(logger, req.Params)
+		},
+	})
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		return nil, describe(ctx, nil, "the handshake with the server failed", err)
+	}
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Session{cs: cs, maxResult: opts.MaxResult, done: make(chan struct{}), life: life, end: end}
+	if s.maxResult <= 0 {
+		s.maxResult = defaultMaxResult
+	}
+	go func() {
+		_ = cs.Wait()
+		close(s.done)
+	}()
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		level := wantedLevel(logger)
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			if ctx.Err() != nil || closedConnection(err) {
+				s.Close()
+				return nil, describe(ctx, s.done, "the handshake with the server failed", err)
+			}
+			// A server that declares logging but refuses the level only
+			// sends more, or less, than asked for; the session is fine.
+			logger.Debug("the MCP server refused a log level", "level", string(level), "error", describe(ctx, s.done, "", err).Error())
+		}
+	}
+	return s, nil
+}
+
+// Tools lists the server's tools, every page of them. A list of more than
+// 10,000 tools, of more than 1,000 pages, or whose pages repeat a cursor
+// is an error.
+func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
+	var tools []Tool
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	ctx, stop := s.bind(ctx)
+	defer stop()
+	for page := 1; ; page++ {
+		res, err := s.cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, describe(ctx, s.done, "listing the tools failed", err)
+		}
+		if len(tools)+len(res.Tools) > maxTools {
+			return nil, fmt.Errorf("listing the tools failed: the server lists more than %d tools", maxTools)
+		}
+		for _, t := range res.Tools {
+			tools = append(tools, toolFrom(t))
+		}
+		next := res.NextCursor
+		if next == "" {
+			return tools, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("listing the tools failed: the server sent page %d's cursor before, so its list would never end", page)
+		}
+		if page == maxPages {
+			return nil, fmt.Errorf("listing the tools failed: the server's list goes on past %d pages", maxPages)
+		}
+		seen[next] = true
+		params = &mcp.ListToolsParams{Cursor: next}
+	}
+}
+
+// toolFrom converts a tool as the SDK decoded it.
+func toolFrom(t *mcp.Tool) Tool {
+	out := Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: objectSchema,
+		Destructive: true,
+		OpenWorld:   true,
+	}
+	if a := t.Annotations; a != nil {
+		if out.Title == "" {
+			out.Title = a.Title
+		}
+		out.ReadOnly = a.ReadOnlyHint
+		out.Idempotent = a.IdempotentHint
+		if a.DestructiveHint != nil {
+			out.Destructive = *a.DestructiveHint
+		}
+		if a.OpenWorldHint != nil {
+			out.OpenWorld = *a.OpenWorldHint
+		}
+	}
+	if t.InputSchema != nil {
+		// A value decoded from JSON always encodes again.
+		if schema, err := json.Marshal(t.InputSchema); err == nil {
+			out.InputSchema = schema
+		}
+	}
+	return out
+}
+
+// Call calls the tool name with args, a JSON object (nil or empty means
+// {}), and returns the result's text (see the package doc) and its
+// isError. When ctx ends first, Call returns at once with ctx's error and
+// the server is told with notifications/cancelled.
+func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (text string, isError bool, err error) {
+	var arguments any = map[string]any{}
+	if len(args) > 0 {
+		if !isObject(args) {
+			return "", false, errors.New("the arguments are not a JSON object")
+		}
+		arguments = args
+	}
+	ctx, stop := s.bind(ctx)
+	defer stop()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	if err != nil {
+		return "", false, describe(ctx, s.done, "", err)
+	}
+	text, err = resultText(res, s.maxResult)
+	if err != nil {
+		return "", false, err
+	}
+	return text, res.IsError, nil
+}
+
+// isObject reports whether raw is one valid JSON object.
+func isObject(raw json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(raw, &obj) == nil && obj != nil
+}
+
+// Ping checks that the server answers.
+func (s *Session) Ping(ctx context.Context) error {
+	ctx, stop := s.bind(ctx)
+	defer stop()
+	if err := s.cs.Ping(ctx, nil); err != nil {
+		return describe(ctx, s.done, "the ping failed", err)
+	}
+	return nil
+}
+
+// bind returns ctx ended also by Close, with errClosed as its cause, and
+// the function that releases it.
+func (s *Session) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.life, func() { cancel(errClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// Close ends the session: calls under way return an error, and the
+// transport is closed (for stdio, the server's stdin and stdout; the
+// process is the caller's to stop). Close may be called more than once.
+func (s *Session) Close() error {
+	ended := false
+	select {
+	case <-s.done:
+		ended = true
+	default:
+	}
+	s.end()
+	err := s.cs.Close()
+	<-s.done
+	// Closing the ends of a session that had ended, or files that are
+	// closed already, reports nothing of use.
+	if err == nil || ended || errors.Is(err, os.ErrClosed) {
+		return nil
+	}
+	return fmt.Errorf("closing the session: %w", err)
+}
+
+// Done is closed when the session has ended: the server closed the
+// connection or exited, the pipe or stream broke, or Close was called.
+func (s *Session) Done() <-chan struct{} {
+	return s.done
+}
+
+// Server returns the server's name and version as it gave them in the
+// handshake, and the protocol version agreed on.
+func (s *Session) Server() (name, version, protocol string) {
+	res := s.cs.InitializeResult()
+	if res == nil {
+		return "", "", ""
+	}
+	if res.ServerInfo != nil {
+		name, version = res.ServerInfo.Name, res.ServerInfo.Version
+	}
+	return name, version, res.ProtocolVersion
+}
