@@ -21,7 +21,15 @@ run: build
 	@echo
 	$(BIN)/agenthost call read_file '{"path":"README.md","limit":12}'
 
-test:
+# The tests run real MCP servers installed from npm (pinned in
+# tests/mcp-servers/package-lock.json); they need Node 20 or newer.
+MCP_SERVERS := tests/mcp-servers
+
+$(MCP_SERVERS)/node_modules/.package-lock.json: $(MCP_SERVERS)/package.json $(MCP_SERVERS)/package-lock.json
+	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund
+	@touch $@
+
+test: $(MCP_SERVERS)/node_modules/.package-lock.json
 	$(GO) vet ./...
 	$(GO) test -race ./...
 

@@ -183,3 +183,38 @@ func (c *descCache) write(st binaryStat, sum string, describe json.RawMessage) {
 	}
 	_ = atomicfile.Write(c.file(st.path), data, 0o600)
 }
+
+// lookupID returns the cached description of the source whose identity
+// is id (an MCP server's, see MCPServer.identity), or nil. id already
+// holds what stat says of the server's files, so nothing is hashed.
+func (c *descCache) lookupID(id string) *toolv1.DescribeResponse {
+	if c == nil || c.dir == "" || id == "" {
+		return nil
+	}
+	data, err := os.ReadFile(c.file(MCPSourcePrefix + id))
+	if err != nil {
+		return nil
+	}
+	var e cacheEntry
+	if json.Unmarshal(data, &e) != nil || e.Path != MCPSourcePrefix+id ||
+		e.Protocol != wire.ProtocolVersion || e.ProtocolMinor != wire.ProtocolMinor {
+		return nil
+	}
+	desc := &toolv1.DescribeResponse{}
+	if protojson.Unmarshal(e.Describe, desc) != nil {
+		return nil
+	}
+	return desc
+}
+
+// storeID records the description of the source whose identity is id.
+func (c *descCache) storeID(id string, desc *toolv1.DescribeResponse) {
+	if c == nil || c.dir == "" || id == "" || desc == nil {
+		return
+	}
+	raw, err := protojson.Marshal(desc)
+	if err != nil {
+		return
+	}
+	c.write(binaryStat{path: MCPSourcePrefix + id}, id, raw)
+}

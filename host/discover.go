@@ -47,6 +47,13 @@ type PluginReport struct {
 	// Sandbox says what the plugin asked for, what it was granted, and
 	// whether the kernel enforces it.
 	Sandbox SandboxReport
+	// MCP is the server's name when the source is an MCP server (see
+	// LoadMCPServers): Path is then "mcp:NAME", and Name and Version are
+	// what the server says of itself.
+	MCP string
+	// Remote says the MCP server is reached over HTTP: no process of it
+	// runs here, and no sandbox applies.
+	Remote bool
 }
 
 // LoadPlugins registers the tools of every plugin binary in dir — an
@@ -88,17 +95,17 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 		r.logger.Warn("loading plugins that others may replace (allowed by the host's options)", "reason", shared)
 		shared = nil
 	}
-	procs := make([]*pluginProcess, len(paths))
+	procs := make([]*toolSource, len(paths))
 	descs := make([]*toolv1.DescribeResponse, len(paths))
 	errs := make([]error, len(paths))
 	cached := make([]bool, len(paths))
 	launched := make([]bool, len(paths))
 	var wg sync.WaitGroup
 	for i, path := range paths {
-		procs[i] = newPluginProcess(path, r.logger, r.startTimeout, r.idleTimeout)
+		procs[i] = newToolSource(path, r.logger, r.startTimeout, r.idleTimeout)
 		procs[i].lock, procs[i].pluginEnv, procs[i].allowInsecure = lock, r.pluginEnv, r.allowInsecure
 		procs[i].sandbox = r.sandbox
-		procs[i].perms = r.sandbox.granted(path, sdk.Permissions{})
+		procs[i].perms = r.sandbox.granted(path, sdk.Permissions{}, Grant{})
 		if errs[i] = r.trusted(trust, shared, path); errs[i] != nil {
 			continue
 		}
@@ -168,7 +175,7 @@ var ErrPluginNotFound = errors.New("plugin not found")
 // itself. Enable of one of the plugin's tools does the same.
 func (r *ToolRegistry) ResetPlugin(name string) error {
 	r.mu.RLock()
-	var found *pluginProcess
+	var found *toolSource
 	for _, p := range r.plugins {
 		if p.name == name {
 			found = p
@@ -192,8 +199,11 @@ func (r *ToolRegistry) ResetPlugin(name string) error {
 }
 
 // adopt registers the tools of a described plugin, or reports why not.
-func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse, err error) PluginReport {
+func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) PluginReport {
 	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
+	if proc.server != nil {
+		rep.MCP, rep.Remote = proc.server.Name, proc.server.transport() != "stdio"
+	}
 	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
 		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
 	}
@@ -215,21 +225,21 @@ func (r *ToolRegistry) adopt(proc *pluginProcess, desc *toolv1.DescribeResponse,
 	rep.Version = toolcall.Bound(desc.GetPluginVersion(), maxPluginLabel)
 	rep.ProtocolMinor = desc.GetProtocolMinor()
 	proc.declared(asked)
-	rep.Sandbox = r.sandbox.report(proc.path, asked)
+	rep.Sandbox = r.sandbox.report(proc.path, asked, proc.grant)
 	for _, spec := range desc.GetTools() {
 		tool, err := r.pluginTool(proc, spec)
 		if err == nil {
 			err = r.Register(tool)
 		}
 		if errors.Is(err, ErrToolExists) {
-			err = r.duplicateError(spec.GetName(), proc)
+			err = r.duplicateError(tool.Name(), proc)
 		}
 		if err != nil {
 			rep.Refused = append(rep.Refused, err.Error())
 			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.GetName(), "reason", err)
 			continue
 		}
-		rep.Tools = append(rep.Tools, spec.GetName())
+		rep.Tools = append(rep.Tools, tool.Name())
 	}
 	if len(rep.Tools) == 0 {
 		proc.close()
@@ -269,8 +279,11 @@ const (
 
 // pluginTool checks what a plugin declares of one tool against the
 // limits, and returns its client side.
-func (r *ToolRegistry) pluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) (*pluginTool, error) {
+func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*pluginTool, error) {
 	name := spec.GetName()
+	if proc.server != nil && proc.server.Prefix != "" {
+		name = proc.server.Prefix + "_" + name
+	}
 	if !sdk.ValidName(name) {
 		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
 	}
@@ -280,7 +293,10 @@ func (r *ToolRegistry) pluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) (*
 	if n := len(spec.GetDescription()); n > MaxDescriptionSize {
 		return nil, fmt.Errorf("%w: %s: its description is %d bytes, more than the %d allowed", ErrInvalidTool, name, n, MaxDescriptionSize)
 	}
-	t := newPluginTool(proc, spec)
+	t := newPluginTool(proc, name, spec)
+	if proc.server != nil && proc.server.Timeout > 0 {
+		t.ann.Timeout = proc.server.Timeout
+	}
 	if declared := time.Duration(spec.GetTimeoutMs()) * time.Millisecond; declared > MaxToolTimeout {
 		t.ann.Timeout = MaxToolTimeout
 		r.logger.Warn("capping the deadline a tool declares", "path", proc.path, "tool", name, "declared", declared, "cap", MaxToolTimeout)
@@ -290,7 +306,7 @@ func (r *ToolRegistry) pluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) (*
 
 // duplicateError explains why proc may not register a tool whose name is
 // taken, naming whoever holds it.
-func (r *ToolRegistry) duplicateError(name string, proc *pluginProcess) error {
+func (r *ToolRegistry) duplicateError(name string, proc *toolSource) error {
 	r.mu.RLock()
 	holder := "an in-process tool"
 	if e, ok := r.entries[name]; ok && e.plugin != "" {
@@ -349,9 +365,13 @@ func (r *ToolRegistry) Close() error {
 	return nil
 }
 
-// pluginTool is a tool served by a plugin binary.
+// pluginTool is a tool served by a plugin binary or an MCP server.
 type pluginTool struct {
-	proc   *pluginProcess
+	proc *toolSource
+	// remote is the tool's name at its source; the registry's name may
+	// have a prefix.
+	remote string
+
 	schema ChatTool
 	ann    Annotations
 	// checksArgs: the plugin checks the arguments against the schema
@@ -364,12 +384,13 @@ var (
 	_ sdk.Annotator  = (*pluginTool)(nil)
 )
 
-func newPluginTool(proc *pluginProcess, spec *toolv1.ToolSpec) *pluginTool {
+func newPluginTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *pluginTool {
 	a := spec.GetAnnotations()
 	return &pluginTool{
 		proc:       proc,
+		remote:     spec.GetName(),
 		checksArgs: spec.GetChecksArguments(),
-		schema:     sdk.NewChatTool(spec.GetName(), spec.GetDescription(), json.RawMessage(spec.GetParametersSchema())),
+		schema:     sdk.NewChatTool(name, spec.GetDescription(), json.RawMessage(spec.GetParametersSchema())),
 		ann: Annotations{
 			ReadOnly:    a.GetReadOnly(),
 			Destructive: a.GetDestructive(),
@@ -386,5 +407,5 @@ func (t *pluginTool) Schema() ChatTool         { return t.schema }
 func (t *pluginTool) Annotations() Annotations { return t.ann }
 
 func (t *pluginTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
-	return t.proc.execute(ctx, t.Name(), args)
+	return t.proc.call(ctx, t.remote, args)
 }

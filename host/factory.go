@@ -4,7 +4,8 @@ import "context"
 
 // NewDefaultToolRegistry returns a registry holding every tool served by
 // the plugin binaries in pluginsDir, with opt-in tools disabled. It is the
-// registry an agent starts with. opts may be nil.
+// registry an agent starts with. opts may be nil. The tools of
+// opts.MCPServers are registered after the plugins' (see LoadMCPServers).
 //
 // Plugins that cannot be loaded are skipped (see LoadPlugins); the error
 // is for a plugins directory that cannot be read. The caller must Close
@@ -13,6 +14,9 @@ func NewDefaultToolRegistry(ctx context.Context, pluginsDir string, opts *Option
 	r := NewToolRegistry(opts)
 	if _, err := r.LoadPlugins(ctx, pluginsDir); err != nil {
 		return nil, err
+	}
+	if opts != nil {
+		r.LoadMCPServers(ctx, opts.MCPServers)
 	}
 	return r, nil
 }

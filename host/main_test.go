@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		runHostHelper(dir)
 		return
 	}
+	if bin := os.Getenv(mcpHelperEnv); bin != "" {
+		runMCPHostHelper(bin)
+		return
+	}
 	plugintest.IsolateCache()
 	code := m.Run()
 	plugintest.Cleanup()
@@ -82,6 +86,8 @@ var pluginPackages = map[string]string{
 	"clock":   "./examples/clock",
 	"hostile": "./host/testdata/hostileplugin",
 	"sandbox": "./host/testdata/sandboxplugin",
+	// Not a plugin: an MCP server (see hostileMCP), built with them.
+	"mcpserver": "./host/testdata/mcpserver",
 }
 
 // pluginDir returns a new plugins directory holding the named plugins.

@@ -101,10 +101,20 @@ func safeArgs(args []any) []any {
 
 // lastLine remembers the last non-empty line a plugin wrote to stderr, so
 // that a plugin that dies at start-up can be reported with its last words.
-// Lines of the sdk's JSON logger count only at warn or error level.
+// Lines of the sdk's JSON logger count only at warn or error level. When a
+// line says it is an error ("Error: ...", "panic: ..."), that line is the
+// one remembered: runtimes print a stack and a banner after it (Node's
+// "    at ...", "Node.js v20"), which say nothing of the cause.
 type lastLine struct {
-	mu   sync.Mutex
-	line string
+	mu      sync.Mutex
+	line    string
+	errLine string
+}
+
+// errorLine reports whether a line of stderr states an error.
+func errorLine(s string) bool {
+	return strings.Contains(s, "Error:") || strings.Contains(s, "error:") ||
+		strings.HasPrefix(s, "panic:") || strings.Contains(s, "Exception:")
 }
 
 func (l *lastLine) Write(p []byte) (int, error) {
@@ -123,6 +133,9 @@ func (l *lastLine) Write(p []byte) (int, error) {
 		if s != "" {
 			l.mu.Lock()
 			l.line = s
+			if errorLine(s) {
+				l.errLine = s
+			}
 			l.mu.Unlock()
 		}
 	}
@@ -132,6 +145,9 @@ func (l *lastLine) Write(p []byte) (int, error) {
 func (l *lastLine) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.errLine != "" {
+		return l.errLine
+	}
 	return l.line
 }
 
@@ -155,9 +171,20 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 	case <-inst.runner.done:
 	case <-time.After(time.Second):
 	}
-	dead, how := inst.runner.exited()
+	msg, dead := inst.runner.startupExit()
 	if !dead {
 		return errors.New("it closed its output without completing the handshake")
+	}
+	return errors.New(msg)
+}
+
+// startupExit says, of a process that exited before its handshake, how it
+// ended and its last words: "it exited during start-up (exit status 1):
+// LAST LINE". It reports false while the process runs.
+func (r *groupRunner) startupExit() (string, bool) {
+	dead, how := r.exited()
+	if !dead {
+		return "", false
 	}
 	msg := "it exited during start-up"
 	if how != nil {
@@ -165,11 +192,11 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 	}
 	// Its last words are complete once its output has been read out.
 	select {
-	case <-inst.runner.finished:
+	case <-r.finished:
 	case <-time.After(time.Second):
 	}
-	if last := inst.runner.tail.String(); last != "" {
+	if last := r.tail.String(); last != "" {
 		msg += ": " + last
 	}
-	return errors.New(msg)
+	return msg, true
 }

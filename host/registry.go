@@ -98,8 +98,13 @@ type Options struct {
 
 	// Grants are what the user allows plugins beyond their defaults, by
 	// plugin name: the binary's file name, with or without
-	// "agenthost-plugin-" (see Grant and ParseGrant).
+	// "agenthost-plugin-" (see Grant and ParseGrant), or "mcp:NAME" for
+	// an MCP server.
 	Grants map[string]Grant
+
+	// MCPServers are MCP servers whose tools NewDefaultToolRegistry
+	// registers after the plugins' (see LoadMCPServers).
+	MCPServers []MCPServer
 }
 
 // DefaultIdleTimeout is how long a plugin may go without calls before it
@@ -130,9 +135,14 @@ type ToolRegistry struct {
 	toolCtx  ToolContext
 	timeout  time.Duration
 	roots    []string
-	plugins  []*pluginProcess
+	plugins  []*toolSource
 	reports  []PluginReport
 	isClosed bool
+
+	// listeners are called after the tools change (OnChange).
+	listenMu   sync.Mutex
+	listeners  map[int]func()
+	nextListen int
 
 	// What sdk.Roots and sdk.HostState find in a call's context: roots
 	// and r.state, made interface values once.
@@ -302,12 +312,14 @@ func resolveParameters(raw json.RawMessage) (*jsonschema.Resolved, error) {
 func (r *ToolRegistry) add(e *entry) error {
 	name := e.tool.Name()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if _, dup := r.entries[name]; dup {
+		r.mu.Unlock()
 		return fmt.Errorf("%w: %s (register it under a different name, such as %s_v2)", ErrToolExists, name, name)
 	}
 	r.entries[name] = e
 	r.order = append(r.order, name)
+	r.mu.Unlock()
+	r.changed()
 	return nil
 }
 
@@ -315,12 +327,49 @@ func (r *ToolRegistry) add(e *entry) error {
 // nothing.
 func (r *ToolRegistry) Unregister(name string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if _, ok := r.entries[name]; !ok {
+		r.mu.Unlock()
 		return
 	}
 	delete(r.entries, name)
 	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
+	r.mu.Unlock()
+	r.changed()
+}
+
+// OnChange has f called after every change of the registry's tools: a
+// tool registered, unregistered, enabled or disabled, a source loaded, or
+// an MCP server's list of tools changed. f runs on the goroutine that
+// made the change, after it, with no lock held; it should return soon
+// (an MCP server announcing tools/list_changed to its clients, say). The
+// returned function stops the calls.
+func (r *ToolRegistry) OnChange(f func()) (stop func()) {
+	r.listenMu.Lock()
+	defer r.listenMu.Unlock()
+	if r.listeners == nil {
+		r.listeners = map[int]func(){}
+	}
+	id := r.nextListen
+	r.nextListen++
+	r.listeners[id] = f
+	return func() {
+		r.listenMu.Lock()
+		delete(r.listeners, id)
+		r.listenMu.Unlock()
+	}
+}
+
+// changed calls the OnChange functions.
+func (r *ToolRegistry) changed() {
+	r.listenMu.Lock()
+	fs := make([]func(), 0, len(r.listeners))
+	for _, f := range r.listeners {
+		fs = append(fs, f)
+	}
+	r.listenMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 // Enable makes a registered tool available to the model. Enabling a tool
@@ -343,7 +392,12 @@ func (r *ToolRegistry) Enable(name string) error {
 func (r *ToolRegistry) Disable(name string) error { return r.setEnabled(name, false) }
 
 func (r *ToolRegistry) setEnabled(name string, enabled bool) error {
-	return r.update(name, func(e *entry) { e.enabled = enabled })
+	was := enabled
+	err := r.update(name, func(e *entry) { was, e.enabled = e.enabled, enabled })
+	if err == nil && was != enabled {
+		r.changed()
+	}
+	return err
 }
 
 // update changes the entry of a registered tool.

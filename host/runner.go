@@ -90,6 +90,19 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunn
 	return r, nil
 }
 
+// openStdin gives the process a pipe for its stdin, instead of none, and
+// returns the host's end of it: an MCP server over stdio reads its
+// requests there. Call it before Start; the caller closes the end.
+func (r *groupRunner) openStdin() (*os.File, error) {
+	child, host, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	r.cmd.Stdin = child
+	r.childEnds = append(r.childEnds, child)
+	return host, nil
+}
+
 func (r *groupRunner) Start(context.Context) error {
 	var err error
 	release := func() {}

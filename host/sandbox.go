@@ -109,6 +109,20 @@ func ParseGrant(spec string) (plugin string, g Grant, err error) {
 	return plugin, g, nil
 }
 
+// MergeGrants returns what a and b grant together.
+func MergeGrants(a, b Grant) Grant {
+	return Grant{
+		Permissions: sdk.Permissions{
+			Read:        slices.Concat(a.Read, b.Read),
+			Write:       slices.Concat(a.Write, b.Write),
+			Network:     a.Network || b.Network,
+			Exec:        a.Exec || b.Exec,
+			SessionFile: a.SessionFile || b.SessionFile,
+		},
+		Asked: a.Asked || b.Asked,
+	}
+}
+
 // SandboxReport says how one plugin is confined.
 type SandboxReport struct {
 	// Asked is what the plugin declares it needs.
@@ -168,9 +182,11 @@ func (c *sandboxConfig) grant(path string) Grant {
 	return c.grants[name]
 }
 
-// granted is what the plugin at path gets, given what it declares.
-func (c *sandboxConfig) granted(path string, asked sdk.Permissions) sdk.Permissions {
-	g := c.grant(path)
+// granted is what the plugin at path gets, given what it declares and
+// what its configuration grants it besides the user's grants by name
+// (extra: an MCP server's).
+func (c *sandboxConfig) granted(path string, asked sdk.Permissions, extra Grant) sdk.Permissions {
+	g := MergeGrants(c.grant(path), extra)
 	out := sdk.Permissions{Roots: asked.Roots}
 	if out.Roots == sdk.RootsDefault {
 		out.Roots = sdk.RootsReadWrite
@@ -202,8 +218,8 @@ func compactPaths(paths []string) []string {
 }
 
 // report says how the plugin at path is confined.
-func (c *sandboxConfig) report(path string, asked sdk.Permissions) SandboxReport {
-	rep := SandboxReport{Asked: asked, Granted: c.granted(path, asked), Mode: c.mode}
+func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) SandboxReport {
+	rep := SandboxReport{Asked: asked, Granted: c.granted(path, asked, extra), Mode: c.mode}
 	if c.mode == SandboxOff {
 		return rep
 	}

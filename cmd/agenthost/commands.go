@@ -145,9 +145,20 @@ func pluginsCommand() *command {
 					fmt.Fprintf(env.stdout, "%s\n  skipped: %s\n", path, textsafe.Name(r.Err.Error()))
 					continue
 				}
-				fmt.Fprintf(env.stdout, "%s\n  %s %s (protocol 1.%d)\n  tools: %s\n", path, textsafe.Name(r.Name), textsafe.Name(r.Version), r.ProtocolMinor, strings.Join(r.Tools, ", "))
+				protocol := fmt.Sprintf("protocol 1.%d", r.ProtocolMinor)
+				if r.MCP != "" {
+					protocol = "MCP server over stdio"
+					if r.Remote {
+						protocol = "MCP server over HTTP"
+					}
+				}
+				fmt.Fprintf(env.stdout, "%s\n  %s %s (%s)\n  tools: %s\n", path, textsafe.Name(r.Name), textsafe.Name(r.Version), protocol, strings.Join(r.Tools, ", "))
 				for _, why := range r.Refused {
 					fmt.Fprintf(env.stdout, "  refused: %s\n", textsafe.Name(why))
+				}
+				if r.Remote {
+					fmt.Fprintln(env.stdout, "  sandbox: none (a remote server: nothing of it runs here)")
+					continue
 				}
 				printSandbox(env.stdout, r)
 			}
@@ -163,6 +174,9 @@ func printSandbox(w io.Writer, r host.PluginReport) {
 	fmt.Fprintf(w, "  sandbox: %s\n", s.Status())
 	fmt.Fprintf(w, "    asked:   %s\n", s.Asked)
 	fmt.Fprintf(w, "    granted: %s%s\n", s.Granted, systemNote(s.Granted))
+	if r.MCP != "" {
+		fmt.Fprintf(w, "    more: \"grant\" in its mcpServers entry, or --grant %s=ITEM,...\n", textsafe.Name(r.Path))
+	}
 	if missing := notGranted(s.Asked, s.Granted); len(missing) > 0 {
 		name := strings.TrimPrefix(filepath.Base(r.Path), host.PluginPrefix)
 		fmt.Fprintf(w, "    not granted: %s (--grant %s=asked grants all it asks)\n", strings.Join(missing, ", "), textsafe.Name(name))

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -104,25 +107,17 @@ func listenAddr(s string) (addr string, loopback bool, err error) {
 }
 
 // newMCPServer returns an MCP server that offers the registry's enabled
-// tools and runs every tools/call through the registry.
+// tools and runs every tools/call through the registry. The list follows
+// the registry: a tool enabled, disabled, registered or gone (an MCP
+// server behind this one changed its tools) changes what the server
+// offers, and its clients get notifications/tools/list_changed.
 func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "agenthost", Version: buildVersion()}, &mcp.ServerOptions{
-		// Tools only, and a list that does not change while serving.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	schemas := map[string]host.ChatTool{}
-	for _, s := range reg.EnabledSchemas() {
-		schemas[s.Function.Name] = s
-	}
-	for _, info := range reg.Tools() {
-		schema, ok := schemas[info.Name]
-		if !ok || !info.Enabled {
-			continue
-		}
-		server.AddTool(mcpTool(info, schema), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return callTool(ctx, reg, req)
-		})
-	}
+	g := &offer{reg: reg, server: server}
+	g.sync()
+	reg.OnChange(g.sync)
 	// The SDK answers a call of a tool it does not list with a protocol
 	// error; agenthost answers unknown and disabled tools with an error
 	// result, as the registry words it. So every tools/call goes to the
@@ -136,6 +131,56 @@ func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
 		}
 	})
 	return server
+}
+
+// offer keeps the tools an MCP server offers in step with the registry's
+// enabled tools.
+type offer struct {
+	reg    *host.ToolRegistry
+	server *mcp.Server
+
+	mu      sync.Mutex
+	offered map[string][]byte // tool name → its MCP description, as JSON
+}
+
+// sync offers the registry's enabled tools, and only them: the SDK tells
+// the clients when that changes the list.
+func (o *offer) sync() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	schemas := map[string]host.ChatTool{}
+	for _, s := range o.reg.EnabledSchemas() {
+		schemas[s.Function.Name] = s
+	}
+	want := map[string][]byte{}
+	var add []*mcp.Tool
+	for _, info := range o.reg.Tools() {
+		schema, ok := schemas[info.Name]
+		if !ok || !info.Enabled {
+			continue
+		}
+		tool := mcpTool(info, schema)
+		data, _ := json.Marshal(tool)
+		want[info.Name] = data
+		if !bytes.Equal(o.offered[info.Name], data) {
+			add = append(add, tool)
+		}
+	}
+	var gone []string
+	for name := range o.offered {
+		if want[name] == nil {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		o.server.RemoveTools(gone...)
+	}
+	for _, tool := range add {
+		o.server.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return callTool(ctx, o.reg, req)
+		})
+	}
+	o.offered = want
 }
 
 // mcpTool is the MCP description of a registered tool: its parameters

@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	servers := cfg.mcpServers()
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
-		Sandbox: mode, Grants: grants})
+		Sandbox: mode, Grants: grants, MCPServers: servers})
 	if err != nil {
 		return pluginsDirError(dir, err)
 	}

@@ -1,0 +1,475 @@
+package host_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/mcptest"
+	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/sdk"
+)
+
+// markVar marks the processes of one test's MCP servers, so that the
+// test finds them (serverPIDs) among those of the tests running beside it.
+const markVar = "AGENTHOST_TEST_MARK"
+
+// marked gives srv a mark of its own, and returns it.
+func marked(t *testing.T, srv *host.MCPServer) string {
+	t.Helper()
+	mark := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	if srv.Env == nil {
+		srv.Env = map[string]string{}
+	}
+	srv.Env[markVar] = mark
+	return mark
+}
+
+// serverPIDs lists the live processes whose environment holds mark.
+func serverPIDs(t *testing.T, mark string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte(markVar + "=" + mark + "\x00")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, want) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// onePID is the one process marked mark.
+func onePID(t *testing.T, mark string) int {
+	t.Helper()
+	var pids []int
+	eventually(t, "one server process runs", func() bool {
+		pids = serverPIDs(t, mark)
+		return len(pids) == 1
+	})
+	return pids[0]
+}
+
+// hostileMCP is host/testdata/mcpserver, an MCP server over stdio whose
+// tools misbehave on request.
+func hostileMCP(t *testing.T, name string) host.MCPServer {
+	t.Helper()
+	return host.MCPServer{Name: name, Command: plugintest.Binary(t, "./host/testdata/mcpserver")}
+}
+
+// everything is @modelcontextprotocol/server-everything over stdio,
+// granted to read its own package (node runs it from there).
+func everything(t *testing.T) host.MCPServer {
+	t.Helper()
+	cmd, args := mcptest.Everything(t)
+	return host.MCPServer{Name: "everything", Command: cmd, Args: args, Grant: readGrant(mcptest.Dir(t))}
+}
+
+func readGrant(paths ...string) host.Grant {
+	return host.Grant{Permissions: sdk.Permissions{Read: paths}}
+}
+
+// loadMCP builds a registry of the servers alone (an empty plugins
+// directory), closed when the test ends.
+func loadMCP(t *testing.T, opts *host.Options, servers ...host.MCPServer) *host.ToolRegistry {
+	t.Helper()
+	if opts == nil {
+		opts = &host.Options{}
+	}
+	opts.MCPServers = servers
+	return load(t, t.TempDir(), opts)
+}
+
+func report(t *testing.T, reg *host.ToolRegistry, server string) host.PluginReport {
+	t.Helper()
+	for _, r := range reg.Plugins() {
+		if r.MCP == server {
+			return r
+		}
+	}
+	t.Fatalf("no report of the MCP server %s in %+v", server, reg.Plugins())
+	return host.PluginReport{}
+}
+
+func TestMCPEverythingOverStdio(t *testing.T) {
+	// Not parallel: it sets a secret in the host's environment.
+	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
+	srv := everything(t)
+	mark := marked(t, &srv)
+	reg := loadMCP(t, nil, srv)
+	rep := report(t, reg, "everything")
+	if rep.Err != nil || rep.Path != "mcp:everything" || !slices.Contains(rep.Tools, "echo") || !slices.Contains(rep.Tools, "get-tiny-image") {
+		t.Fatalf("report = %+v", rep)
+	}
+	for _, info := range reg.Tools() {
+		if info.Plugin != "mcp:everything" {
+			t.Errorf("%s is served by %q", info.Name, info.Plugin)
+		}
+	}
+	if got := call(t, reg, "echo", `{"message":"hello"}`); got != "Echo: hello" {
+		t.Errorf("echo = %q", got)
+	}
+	img := call(t, reg, "get-tiny-image", `{}`)
+	if !strings.Contains(img, "[image: ") || !strings.Contains(img, "image/png]") {
+		t.Errorf("get-tiny-image = %q", img)
+	}
+	// The server's environment: the mark passed in its env, no secret
+	// of the host's.
+	env := call(t, reg, "get-env", `{}`)
+	if !strings.Contains(env, mark) || strings.Contains(env, "sk-must-not-leak") {
+		t.Errorf("get-env = %.300q", env)
+	}
+	// Arguments that do not match the server's schema never reach it.
+	if got := reg.Execute(t.Context(), "get-sum", []byte(`{"a":"one","b":2}`)); !strings.HasPrefix(got, "Error executing get-sum: ") {
+		t.Errorf("get-sum with a string = %q", got)
+	}
+	if got := call(t, reg, "get-sum", `{"a":1,"b":2}`); !strings.Contains(got, "3") {
+		t.Errorf("get-sum = %q", got)
+	}
+}
+
+func TestMCPFilesystemOverStdio(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("swordfish\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, args := mcptest.Filesystem(t, root)
+	reg := loadMCP(t, &host.Options{Roots: []string{root}},
+		host.MCPServer{Name: "filesystem", Command: cmd, Args: args, Grant: readGrant(mcptest.Dir(t))})
+	if rep := report(t, reg, "filesystem"); rep.Err != nil {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := call(t, reg, "list_directory", fmt.Sprintf(`{"path":%q}`, root)); !strings.Contains(got, "[FILE] notes.txt") {
+		t.Errorf("list_directory = %q", got)
+	}
+	if got := call(t, reg, "read_text_file", fmt.Sprintf(`{"path":%q}`, filepath.Join(root, "notes.txt"))); got != "swordfish\n" {
+		t.Errorf("read_text_file = %q", got)
+	}
+	// The server's own refusal is an error result, in its words.
+	got := reg.Execute(t.Context(), "read_text_file", []byte(`{"path":"/etc/hostname"}`))
+	if !strings.HasPrefix(got, "Error executing read_text_file: ") || !strings.Contains(got, "denied") {
+		t.Errorf("read outside its directories = %q", got)
+	}
+}
+
+func TestMCPEverythingOverHTTP(t *testing.T) {
+	upstream, err := url.Parse(mcptest.EverythingHTTP(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A proxy in front of it sees what the host sends.
+	var auth sync.Map
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: upstream.Scheme, Host: upstream.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"), true)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	t.Setenv("AGENTHOST_TEST_TOKEN", "s3cret")
+	srv := host.MCPServer{Name: "remote", URL: front.URL + upstream.Path, Headers: map[string]string{"Authorization": "Bearer ${AGENTHOST_TEST_TOKEN}"}}
+	missing := host.MCPServer{Name: "unset", URL: front.URL + upstream.Path, Headers: map[string]string{"Authorization": "Bearer ${env:AGENTHOST_TEST_UNSET}"}}
+	reg := loadMCP(t, nil, srv, missing)
+	if rep := report(t, reg, "remote"); rep.Err != nil || !rep.Remote {
+		t.Fatalf("report = %+v", rep)
+	}
+	if rep := report(t, reg, "unset"); rep.Err == nil || rep.Err.Error() != "headers.Authorization: the environment variable AGENTHOST_TEST_UNSET is not set" {
+		t.Errorf("a header naming an unset variable: %+v", rep)
+	}
+	if got := call(t, reg, "echo", `{"message":"over http"}`); got != "Echo: over http" {
+		t.Errorf("echo = %q", got)
+	}
+	if _, ok := auth.Load("Bearer s3cret"); !ok {
+		t.Error("the server never got the Authorization header")
+	}
+}
+
+func TestMCPCallPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	srv := everything(t)
+	mark := marked(t, &srv)
+	reg := loadMCP(t, nil, srv)
+	if err := reg.SetTimeout("trigger-long-running-operation", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	call(t, reg, "echo", `{"message":"up"}`)
+	pid = onePID(t, mark)
+	got := reg.Execute(t.Context(), "trigger-long-running-operation", []byte(`{"duration":30,"steps":1}`))
+	if got != "Error executing trigger-long-running-operation: timed out after 300ms" {
+		t.Errorf("a call past its deadline = %q", got)
+	}
+	// The server answers still: it is kept.
+	if got := call(t, reg, "echo", `{"message":"still"}`); got != "Echo: still" {
+		t.Errorf("echo after the deadline = %q", got)
+	}
+	if now := onePID(t, mark); now != pid {
+		t.Errorf("the server was replaced (%d, then %d)", pid, now)
+	}
+}
+
+func TestMCPServerKilledDuringACall(t *testing.T) {
+	t.Parallel()
+	srv := everything(t)
+	mark := marked(t, &srv)
+	reg := loadMCP(t, nil, srv)
+	call(t, reg, "echo", `{"message":"up"}`)
+	pid := onePID(t, mark)
+	done := make(chan string, 1)
+	go func() {
+		done <- reg.Execute(t.Context(), "trigger-long-running-operation", []byte(`{"duration":30,"steps":1}`))
+	}()
+	time.Sleep(200 * time.Millisecond) // the call is on its way; any moment will do
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got != "Error executing trigger-long-running-operation: MCP server everything exited during the call (signal: killed)" {
+		t.Errorf("the call in flight = %q", got)
+	}
+	if got := call(t, reg, "echo", `{"message":"again"}`); got != "Echo: again" {
+		t.Errorf("the next call = %q", got)
+	}
+	if now := onePID(t, mark); now == pid {
+		t.Error("the killed server is still the one in use")
+	}
+}
+
+func TestMCPResultsAndErrors(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	if got := reg.Execute(t.Context(), "fail", []byte(`{"text":"no such thing"}`)); got != "Error executing fail: no such thing" {
+		t.Errorf("an error result = %q", got)
+	}
+	if got := call(t, reg, "image", `{}`); got != "a picture:\n[image: 68 bytes, image/png]" {
+		t.Errorf("text and image = %q", got)
+	}
+}
+
+func TestMCPCrashLoopDisablesTheServerUntilReset(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	var got string
+	for range 6 {
+		got = reg.Execute(t.Context(), "crash", nil)
+	}
+	if !strings.HasPrefix(got, "Error executing crash: MCP server hostile disabled after repeated crashes (last: ") {
+		t.Fatalf("after six crashes = %q", got)
+	}
+	if got := reg.Execute(t.Context(), "echo", []byte(`{"text":"x"}`)); !strings.Contains(got, "disabled after repeated crashes") {
+		t.Errorf("another tool of the disabled server = %q", got)
+	}
+	if err := reg.Enable("echo"); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(t, reg, "echo", `{"text":"back"}`); got != "back" {
+		t.Errorf("after Enable = %q", got)
+	}
+}
+
+func TestMCPWarmCacheStartsNothing(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	srv := hostileMCP(t, "hostile")
+	mark := marked(t, &srv)
+	first := loadMCP(t, &host.Options{CacheDir: cache}, srv)
+	if rep := report(t, first, "hostile"); rep.Cached || !rep.Launched {
+		t.Fatalf("cold: %+v", rep)
+	}
+	first.Close()
+	eventually(t, "the first host's server has stopped", func() bool { return len(serverPIDs(t, mark)) == 0 })
+
+	reg := loadMCP(t, &host.Options{CacheDir: cache}, srv)
+	if rep := report(t, reg, "hostile"); !rep.Cached || rep.Launched || !slices.Contains(rep.Tools, "echo") {
+		t.Fatalf("warm: %+v", rep)
+	}
+	if pids := serverPIDs(t, mark); len(pids) != 0 {
+		t.Fatalf("a warm cache started the server: %v", pids)
+	}
+	if got := call(t, reg, "echo", `{"text":"lazy"}`); got != "lazy" {
+		t.Errorf("echo = %q", got)
+	}
+	onePID(t, mark)
+
+	// Another environment variable is another server: described again.
+	srv.Env["OTHER"] = "1"
+	again := loadMCP(t, &host.Options{CacheDir: cache}, srv)
+	if rep := report(t, again, "hostile"); rep.Cached {
+		t.Errorf("a server with another variable came from the cache: %+v", rep)
+	}
+}
+
+func TestMCPCloseLeavesNoProcess(t *testing.T) {
+	t.Parallel()
+	srv := hostileMCP(t, "hostile")
+	srv.Grant = host.Grant{Permissions: sdk.Permissions{Exec: true}}
+	reg := loadMCP(t, nil, srv)
+	child := atoi(t, call(t, reg, "spawn", `{}`))
+	pid := atoi(t, call(t, reg, "pid", `{}`))
+	reg.Close()
+	waitGone(t, pid, "the server")
+	waitGone(t, child, "the server's child")
+	if got := reg.Execute(t.Context(), "echo", []byte(`{"text":"x"}`)); !strings.HasPrefix(got, "Error executing echo: MCP server hostile could not be started: the host is shutting down") {
+		t.Errorf("a call after Close = %q", got)
+	}
+}
+
+// mcpHelperEnv makes the test binary a host that loads the MCP server
+// binary it names, and waits to be killed.
+const mcpHelperEnv = "AGENTHOST_TEST_MCP_HELPER"
+
+func runMCPHostHelper(bin string) {
+	ctx := context.Background()
+	reg, err := host.NewDefaultToolRegistry(ctx, os.TempDir(), &host.Options{Logger: hclog.NewNullLogger(), CacheDir: host.NoCache,
+		MCPServers: []host.MCPServer{{Name: "hostile", Command: bin}}})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println("SERVER", reg.Execute(ctx, "pid", nil))
+	select {}
+}
+
+func TestMCPNoServerOutlivesAKilledHost(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), mcpHelperEnv+"="+plugintest.Binary(t, "./host/testdata/mcpserver"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := atoi(t, readLines(t, bufio.NewScanner(stdout), "SERVER")["SERVER"])
+	if !alive(pid) {
+		t.Fatal("the server is not running before the kill")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, "the MCP server of the killed host")
+}
+
+func TestMCPPrefixAndDuplicates(t *testing.T) {
+	t.Parallel()
+	b := hostileMCP(t, "b")
+	c := hostileMCP(t, "c")
+	c.Prefix = "c"
+	reg := loadMCP(t, nil, hostileMCP(t, "a"), b, c)
+	rep := report(t, reg, "b")
+	if rep.Err == nil || len(rep.Refused) == 0 {
+		t.Fatalf("the second server with the same tools: %+v", rep)
+	}
+	if want := "tool already exists: echo is served by mcp:a; mcp:b may not take it (register it under a different name, such as echo_v2)"; !slices.Contains(rep.Refused, want) {
+		t.Errorf("refused = %q", rep.Refused)
+	}
+	if got := call(t, reg, "c_echo", `{"text":"prefixed"}`); got != "prefixed" {
+		t.Errorf("c_echo = %q", got)
+	}
+	if got := call(t, reg, "echo", `{"text":"first"}`); got != "first" {
+		t.Errorf("echo = %q", got)
+	}
+}
+
+func TestMCPToolListChanges(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	var changes atomic.Int32
+	stop := reg.OnChange(func() { changes.Add(1) })
+	defer stop()
+	call(t, reg, "grow", `{}`)
+	eventually(t, "the new tool is registered", func() bool { return reg.HasTool("grown") })
+	if changes.Load() == 0 {
+		t.Error("OnChange was not called")
+	}
+	if got := call(t, reg, "grown", `{}`); got != "grown" {
+		t.Errorf("grown = %q", got)
+	}
+}
+
+func TestMCPServerIsSandboxed(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("hunter2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "mine.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	granted := hostileMCP(t, "granted")
+	granted.Prefix = "g"
+	granted.Grant = readGrant(outside)
+	reg := loadMCP(t, &host.Options{Roots: []string{root}}, hostileMCP(t, "hostile"), granted)
+	if got := call(t, reg, "read", fmt.Sprintf(`{"path":%q}`, filepath.Join(root, "mine.txt"))); got != "mine" {
+		t.Errorf("a file in the roots = %q", got)
+	}
+	if got := reg.Execute(t.Context(), "read", []byte(fmt.Sprintf(`{"path":%q}`, secret))); !strings.Contains(got, "permission denied") {
+		t.Errorf("a file outside the roots = %q", got)
+	}
+	if got := call(t, reg, "g_read", fmt.Sprintf(`{"path":%q}`, secret)); got != "hunter2" {
+		t.Errorf("a granted file = %q", got)
+	}
+	// Programs are not run without exec.
+	if got := reg.Execute(t.Context(), "spawn", nil); !strings.Contains(got, "permission denied") {
+		t.Errorf("spawn without exec = %q", got)
+	}
+}
+
+func TestMCPServersThatCannotStart(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, &host.Options{PluginStartTimeout: 2 * time.Second},
+		host.MCPServer{Name: "missing", Command: "agenthost-no-such-command"},
+		host.MCPServer{Name: "exits", Command: "/bin/sh", Args: []string{"-c", "echo 'fatal: no config' >&2; exit 4"}},
+		host.MCPServer{Name: "silent", Command: "/bin/sh", Args: []string{"-c", "exec sleep 30"}, Grant: host.Grant{Permissions: sdk.Permissions{Exec: true}}},
+	)
+	cases := map[string]string{
+		"missing": "the command agenthost-no-such-command is not found in PATH",
+		"exits":   "it exited during start-up (exit status 4): fatal: no config; if it needs more than the sandbox allows, see agenthost plugins, and grant it in its configuration",
+		"silent":  "it did not complete the MCP handshake within 2s",
+	}
+	for name, want := range cases {
+		if rep := report(t, reg, name); rep.Err == nil || rep.Err.Error() != want {
+			t.Errorf("%s: %+v, want %q", name, rep, want)
+		}
+	}
+}
+
+func TestMCPServerThatDiesAtStartIsReportedWithItsError(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "server.js")
+	reg := loadMCP(t, nil, host.MCPServer{Name: "broken", Command: mcptest.Node(t), Args: []string{missing}})
+	rep := report(t, reg, "broken")
+	if rep.Err == nil || !strings.HasPrefix(rep.Err.Error(), "it exited during start-up (exit status 1): Error: Cannot find module '"+missing+"'") {
+		t.Errorf("report = %+v", rep)
+	}
+}

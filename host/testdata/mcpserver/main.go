@@ -1,0 +1,110 @@
+// Command mcpserver is an MCP server over stdio whose tools misbehave on
+// request, for the host's tests of MCP servers as tool sources: it
+// crashes, sleeps past deadlines, spawns children, reads files the
+// sandbox may forbid and changes its list of tools.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type textIn struct {
+	Text string `json:"text"`
+}
+
+type sleepIn struct {
+	Millis  int    `json:"millis"`
+	Started string `json:"started,omitempty"`
+}
+
+type pathIn struct {
+	Path string `json:"path"`
+}
+
+type none struct{}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func main() {
+	server := mcp.NewServer(&mcp.Implementation{Name: "hostile-mcp", Version: "0.1.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Echo the text."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			return text(in.Text), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "pid", Description: "The server's process id."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			return text(strconv.Itoa(os.Getpid())), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "fail", Description: "An error result with the text."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			r := text(in.Text)
+			r.IsError = true
+			return r, nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "crash", Description: "Exit mid-call."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "sleep", Description: "Sleep, until the call is canceled."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			if in.Started != "" {
+				if err := os.WriteFile(in.Started, nil, 0o644); err != nil {
+					return nil, nil, err
+				}
+			}
+			select {
+			case <-time.After(time.Duration(in.Millis) * time.Millisecond):
+				return text("slept"), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "image", Description: "A text and an image."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "a picture:"},
+				&mcp.ImageContent{Data: make([]byte, 68), MIMEType: "image/png"},
+			}}, nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "read", Description: "Read a file."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			data, err := os.ReadFile(in.Path)
+			if err != nil {
+				r := text(err.Error())
+				r.IsError = true
+				return r, nil, nil
+			}
+			return text(string(data)), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "spawn", Description: "Start a child that sleeps, and return its pid."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			cmd := exec.Command("sleep", "1000")
+			if err := cmd.Start(); err != nil {
+				return nil, nil, err
+			}
+			return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "grow", Description: "Add the tool grown, and say so to the client."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(server, &mcp.Tool{Name: "grown", Description: "A tool that was added."},
+				func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+					return text("grown"), nil, nil
+				})
+			return text("grew"), nil, nil
+		})
+	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "mcpserver:", err)
+		os.Exit(1)
+	}
+}
