@@ -123,6 +123,12 @@ func loadConfig(file string, given bool) (*config, error) {
 		if err != nil {
 			return nil, err
 		}
+		if file == projectConfigFile {
+			abs, err := filepath.Abs(file)
+			if err != nil || !projectTrusted(abs, data) {
+				return nil, untrustedError(file)
+			}
+		}
 		maps.Copy(c.flags, over.flags)
 		maps.Copy(c.chat, over.chat)
 		maps.Copy(c.grants, over.grants)

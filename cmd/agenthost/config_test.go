@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,6 +320,17 @@ func TestLoadConfig(t *testing.T) {
   }
 }`)
 
+	// A project's file is read once it is trusted, as it is now.
+	if _, err := loadConfig("", false); err == nil || !strings.Contains(err.Error(), "agenthost.json: this directory's configuration is not trusted") {
+		t.Fatalf("an untrusted project file: %v", err)
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"trust"}, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if want := "trusted " + filepath.Join(project, "agenthost.json") + " as it is now"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("agenthost trust printed %q", out.String())
+	}
 	c, err := loadConfig("", false)
 	if err != nil {
 		t.Fatal(err)
@@ -384,6 +398,9 @@ func TestConfigCommandLine(t *testing.T) {
 	t.Chdir(project)
 	fromFile, fromFlag, fromEnv := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, project, "agenthost.json", `{"plugins": "`+fromFile+`", "lock": "project.lock"}`)
+	if r := runCLI(t, "", "trust"); r.code != 0 {
+		t.Fatalf("agenthost trust: %s", r.stderr)
+	}
 
 	// plugins lock starts no plugin and says which directory and lock
 	// file it used.
@@ -501,5 +518,38 @@ func TestConfigChat(t *testing.T) {
 		if msgs, _ := json.Marshal(reqs[i]["messages"]); !strings.Contains(string(msgs), "from the file") {
 			t.Errorf("request %d: the file's system prompt is missing: %s", i, msgs)
 		}
+	}
+}
+
+// TestProjectConfigNeedsTrust: a project's file is read only as it was
+// when trusted; the user's, and a file named with --config, need no trust.
+func TestProjectConfigNeedsTrust(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	project := t.TempDir()
+	t.Chdir(project)
+	writeFile(t, project, "agenthost.json", `{"lock": "a.lock"}`)
+	if err := run(t.Context(), []string{"trust"}, nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig("", false); err != nil {
+		t.Fatalf("a trusted file: %v", err)
+	}
+	// A change, however small, needs trust again.
+	writeFile(t, project, "agenthost.json", `{"lock": "b.lock"}`)
+	_, err := loadConfig("", false)
+	var ce *configError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "not trusted") {
+		t.Fatalf("a changed file: %v", err)
+	}
+	if err := run(t.Context(), []string{"tools"}, nil, io.Discard, io.Discard); err == nil || exitCode(err, io.Discard) != 2 {
+		t.Errorf("a command with an untrusted project file: %v", err)
+	}
+	if c, err := loadConfig("agenthost.json", true); err != nil || c.flags["lock"].values[0] != filepath.Join(project, "b.lock") {
+		t.Errorf("--config agenthost.json: %v", err)
+	}
+	// A file that would be refused is not trusted.
+	writeFile(t, project, "agenthost.json", `{"lok": 1}`)
+	if err := run(t.Context(), []string{"trust"}, nil, io.Discard, io.Discard); err == nil {
+		t.Error("agenthost trust took a bad file")
 	}
 }

@@ -39,6 +39,9 @@ Commands:
                                or streamable HTTP at ADDR/mcp (loopback unless a
                                host is given; --token or $AGENTHOST_MCP_TOKEN sets
                                a bearer token, required off loopback)
+  trust [FILE]                 trust this directory's agenthost.json (or FILE) as
+                               it is now: a project's configuration can start
+                               programs, so agenthost reads it only once trusted
 
 Flags (before or after the command):
   --config FILE      read the configuration from FILE alone (- for none);
@@ -168,6 +171,7 @@ func commands() map[string]*command {
 		"plugins": pluginsCommand(),
 		"chat":    chatCommand(),
 		"mcp":     mcpCommand(),
+		"trust":   trustCommand(),
 	}
 }
 
@@ -219,6 +223,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	given := map[string]bool{}
 	root.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if name == "trust" && !given["config"] {
+		// The file to trust is not read as configuration before it is.
+		g.config, given["config"] = "-", true
+	}
 	cfg, err := loadConfig(g.config, given["config"])
 	if err != nil {
 		return err
