@@ -96,8 +96,9 @@ var _ ToolContext = (*Agent)(nil)
 
 // NewAgent returns an agent that talks to provider. Unless opts.Registry
 // is set it builds the default registry from opts.PluginsDir, starting
-// the plugins there; the error is for a plugins directory that cannot be
-// read. Close the agent to stop them.
+// the plugins there, and from opts.RegistryOptions.MCPServers; the error
+// is for a plugins directory that cannot be read. Close the agent to stop
+// them.
 func NewAgent(ctx context.Context, provider llm.Provider, opts AgentOptions) (*Agent, error) {
 	if provider == nil {
 		return nil, errors.New("agent: no provider")
@@ -122,6 +123,9 @@ func NewAgent(ctx context.Context, provider llm.Provider, opts AgentOptions) (*A
 	if a.registry == nil {
 		if opts.PluginsDir == "" {
 			a.registry = NewToolRegistry(opts.RegistryOptions)
+			if opts.RegistryOptions != nil {
+				a.registry.LoadMCPServers(ctx, opts.RegistryOptions.MCPServers)
+			}
 		} else {
 			reg, err := NewDefaultToolRegistry(ctx, opts.PluginsDir, opts.RegistryOptions)
 			if err != nil {
