@@ -316,6 +316,10 @@ func (r *ToolRegistry) duplicateError(name string, proc *toolSource) error {
 		}
 	}
 	r.mu.RUnlock()
+	if proc.server != nil {
+		return fmt.Errorf("%w: %s is served by %s; %s may not take it (a \"prefix\" in its mcpServers entry registers its tools as PREFIX_%s)",
+			ErrToolExists, name, holder, textsafe.Name(proc.name), name)
+	}
 	return fmt.Errorf("%w: %s is served by %s; %s may not take it (register it under a different name, such as %s_v2)",
 		ErrToolExists, name, holder, textsafe.Name(proc.name), name)
 }

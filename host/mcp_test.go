@@ -86,12 +86,13 @@ func hostileMCP(t *testing.T, name string) host.MCPServer {
 	return host.MCPServer{Name: name, Command: plugintest.Binary(t, "./host/testdata/mcpserver")}
 }
 
-// everything is @modelcontextprotocol/server-everything over stdio,
-// granted to read its own package (node runs it from there).
+// everything is @modelcontextprotocol/server-everything over stdio, as a
+// user would configure it: its sandbox lets it read its own package, which
+// its arguments name, and nothing else is granted.
 func everything(t testing.TB) host.MCPServer {
 	t.Helper()
 	cmd, args := mcptest.Everything(t)
-	return host.MCPServer{Name: "everything", Command: cmd, Args: args, Grant: readGrant(mcptest.Dir(t))}
+	return host.MCPServer{Name: "everything", Command: cmd, Args: args}
 }
 
 func readGrant(paths ...string) host.Grant {
@@ -165,7 +166,7 @@ func TestMCPFilesystemOverStdio(t *testing.T) {
 	}
 	cmd, args := mcptest.Filesystem(t, root)
 	reg := loadMCP(t, &host.Options{Roots: []string{root}},
-		host.MCPServer{Name: "filesystem", Command: cmd, Args: args, Grant: readGrant(mcptest.Dir(t))})
+		host.MCPServer{Name: "filesystem", Command: cmd, Args: args})
 	if rep := report(t, reg, "filesystem"); rep.Err != nil {
 		t.Fatalf("report = %+v", rep)
 	}
@@ -390,7 +391,7 @@ func TestMCPPrefixAndDuplicates(t *testing.T) {
 	if rep.Err == nil || len(rep.Refused) == 0 {
 		t.Fatalf("the second server with the same tools: %+v", rep)
 	}
-	if want := "tool already exists: echo is served by mcp:a; mcp:b may not take it (register it under a different name, such as echo_v2)"; !slices.Contains(rep.Refused, want) {
+	if want := `tool already exists: echo is served by mcp:a; mcp:b may not take it (a "prefix" in its mcpServers entry registers its tools as PREFIX_echo)`; !slices.Contains(rep.Refused, want) {
 		t.Errorf("refused = %q", rep.Refused)
 	}
 	if got := call(t, reg, "c_echo", `{"text":"prefixed"}`); got != "prefixed" {
@@ -515,7 +516,7 @@ func TestAgentCallsAnMCPServersTool(t *testing.T) {
 				Model: "model-test",
 				RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}, MCPServers: []host.MCPServer{
 					// Relative paths are the server's: it runs in root.
-					{Name: "filesystem", Command: cmd, Args: args, Dir: root, Grant: readGrant(mcptest.Dir(t))},
+					{Name: "filesystem", Command: cmd, Args: args, Dir: root},
 				}},
 			})
 			var got string
