@@ -446,11 +446,13 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	return inst, nil
 }
 
-// launched is called after each launch: the first of a server whose tools
-// came from the cache lists them again, in the background, and brings
-// the registry and the cache up to date if they changed.
+// launched is called after each launch: a launch after the tools were
+// registered (they came from the cache, or from a process that crashed
+// or was stopped since, whose list may have changed while it ran) lists
+// them again, in the background, and brings the registry and the cache
+// up to date if they changed.
 func (p *toolSource) launched() {
-	if p.recheck.CompareAndSwap(true, false) {
+	if p.recheck.CompareAndSwap(true, false) || p.toolsChanged.Load() != nil {
 		p.onToolsChanged()
 	}
 }
@@ -565,13 +567,21 @@ func (p *toolSource) callMCP(ctx context.Context, tool string, args []byte) (str
 // leaves it running; a session that ended means the server exited or the
 // connection broke: the instance is thrown away, and the next call
 // starts afresh. A request that ended at its deadline has the server
-// pinged, in the background, for a hang.
+// pinged, in the background, for a hang. A request the host's Close cut
+// short is errShuttingDown.
 func (p *toolSource) mcpCallError(ctx context.Context, inst *instance, err error) error {
 	if ctx.Err() != nil {
 		if !inst.dead() {
 			p.probe(inst, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		}
 		return ctx.Err()
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		// The host stopped the server under the request: no crash.
+		return errShuttingDown
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) && !inst.dead() {
@@ -613,6 +623,9 @@ func (r *ToolRegistry) refreshMCP(proc *toolSource) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.startTimeout)
 	defer cancel()
 	desc, err := proc.describeMCP(ctx)
+	if errors.Is(err, errShuttingDown) {
+		return // the host closed first: its tools no longer matter
+	}
 	if err != nil {
 		r.logger.Warn("could not list the tools of an MCP server that said they changed", "server", proc.name, "error", err)
 		return
