@@ -216,7 +216,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	if err != nil {
 		proc.close()
 		rep.Err = err
-		r.logger.Warn("skipping plugin", "path", proc.path, "reason", err)
+		r.logger.Warn("skipping "+proc.kind(), "path", proc.path, "reason", err)
 		return rep
 	}
 	if desc.GetPluginName() != "" {
@@ -244,7 +244,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	if len(rep.Tools) == 0 {
 		proc.close()
 		rep.Err = errors.New("it serves no tool that could be registered")
-		r.logger.Warn("skipping plugin", "path", proc.path, "reason", rep.Err)
+		r.logger.Warn("skipping "+proc.kind(), "path", proc.path, "reason", rep.Err)
 		return rep
 	}
 	r.mu.Lock()

@@ -82,6 +82,14 @@ func (p *toolSource) startFailure(ctx context.Context, err error) error {
 	return fmt.Errorf("%s could not be started: %w", p.what(), err)
 }
 
+// kind is "plugin" or "MCP server".
+func (p *toolSource) kind() string {
+	if p.server != nil {
+		return "MCP server"
+	}
+	return "plugin"
+}
+
 // launch starts a new instance of the source.
 func (p *toolSource) launch() (*instance, error) {
 	if p.server != nil {

@@ -220,10 +220,22 @@ func notGranted(asked, granted sdk.Permissions) []string {
 // none could be loaded, and where they were looked for: the answer a
 // model gets stays "Error: tool not found: NAME".
 func noPluginsHint(env *env) {
-	reports := env.registry.Plugins()
-	dir := textsafe.Name(env.pluginsDir)
-	for _, r := range reports {
+	var reports []host.PluginReport
+	servers := 0
+	for _, r := range env.registry.Plugins() {
 		if r.Err == nil {
+			return
+		}
+		if r.MCP != "" {
+			servers++
+			continue
+		}
+		reports = append(reports, r)
+	}
+	dir := textsafe.Name(env.pluginsDir)
+	if servers > 0 {
+		fmt.Fprintf(env.stderr, "agenthost: none of the %d MCP servers configured could be loaded (agenthost plugins says why)\n", servers)
+		if len(reports) == 0 {
 			return
 		}
 	}

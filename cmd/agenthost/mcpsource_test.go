@@ -383,3 +383,26 @@ func TestMCPSourceWarmCache(t *testing.T) {
 		t.Errorf("after a call: the server's pid is %s, the marked processes %v, %d starts", pid, pids, startCount())
 	}
 }
+
+// TestMCPServersWithoutAPluginsDirectory: MCP servers alone are a
+// configuration; with no plugins directory found (none was named) the
+// host serves their tools, and says so when none of them loads.
+func TestMCPServersWithoutAPluginsDirectory(t *testing.T) {
+	t.Setenv("AGENTHOST_PLUGINS", "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	server := plugintest.Binary(t, "./host/testdata/mcpserver")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"hostile": {"command": %q}}}`, server)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "", "--config", cfg, "--cache-dir", "-", "call", "echo", `{"text":"alone"}`); r.code != 0 || r.stdout != "alone\n" {
+		t.Errorf("exit status %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"gone": {"command": "agenthost-no-such-server"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "", "--config", cfg, "--cache-dir", "-", "call", "echo", `{}`)
+	if want := "Error: tool not found: echo\nagenthost: none of the 1 MCP servers configured could be loaded (agenthost plugins says why)\n"; r.code != 1 || !strings.HasSuffix(r.stderr, want) {
+		t.Errorf("exit status %d, stderr %q, want it to end %q", r.code, r.stderr, want)
+	}
+}

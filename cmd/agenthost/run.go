@@ -268,9 +268,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
 	servers := cfg.mcpServers()
-	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
+	opts := &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
-		Sandbox: mode, Grants: grants, MCPServers: servers})
+		Sandbox: mode, Grants: grants, MCPServers: servers}
+	reg, err := host.NewDefaultToolRegistry(ctx, dir, opts)
+	if errors.Is(err, os.ErrNotExist) && len(servers) > 0 && g.plugins == "" {
+		// MCP servers alone are a configuration too: without a plugins
+		// directory of its own choosing, the host serves their tools.
+		logger.Info("no plugins directory; serving the MCP servers' tools", "dir", dir)
+		reg = host.NewToolRegistry(opts)
+		reg.LoadMCPServers(ctx, servers)
+		err = nil
+	}
 	if err != nil {
 		return pluginsDirError(dir, err)
 	}
