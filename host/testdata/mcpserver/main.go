@@ -21,8 +21,9 @@ type textIn struct {
 }
 
 type sleepIn struct {
-	Millis  int    `json:"millis"`
-	Started string `json:"started,omitempty"`
+	Millis   int    `json:"millis"`
+	Started  string `json:"started,omitempty"`
+	Canceled string `json:"canceled,omitempty"`
 }
 
 type pathIn struct {
@@ -56,7 +57,7 @@ func main() {
 			os.Exit(3)
 			return nil, nil, nil
 		})
-	mcp.AddTool(server, &mcp.Tool{Name: "sleep", Description: "Sleep, until the call is canceled."},
+	mcp.AddTool(server, &mcp.Tool{Name: "sleep", Description: "Sleep, until the call is canceled (then create the file canceled)."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			if in.Started != "" {
 				if err := os.WriteFile(in.Started, nil, 0o644); err != nil {
@@ -67,6 +68,9 @@ func main() {
 			case <-time.After(time.Duration(in.Millis) * time.Millisecond):
 				return text("slept"), nil, nil
 			case <-ctx.Done():
+				if in.Canceled != "" {
+					_ = os.WriteFile(in.Canceled, nil, 0o644)
+				}
 				return nil, nil, ctx.Err()
 			}
 		})

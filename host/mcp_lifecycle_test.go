@@ -1,0 +1,51 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// TestMCPCancellationReachesTheServer: a caller that gives up sends MCP's
+// notifications/cancelled, and the server's handler sees its context end.
+func TestMCPCancellationReachesTheServer(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	started, canceled := filepath.Join(root, "started"), filepath.Join(root, "canceled")
+	reg := loadMCP(t, &host.Options{Roots: []string{root}}, hostileMCP(t, "hostile"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan string, 1)
+	go func() {
+		done <- reg.Execute(ctx, "sleep", []byte(fmt.Sprintf(`{"millis":20000,"started":%q,"canceled":%q}`, started, canceled)))
+	}()
+	waitForFile(t, started)
+	cancel()
+	if got := <-done; got != "Error executing sleep: canceled" {
+		t.Errorf("the canceled call = %q", got)
+	}
+	waitForFile(t, canceled)
+	if got := call(t, reg, "echo", `{"text":"on"}`); got != "on" {
+		t.Errorf("echo after a canceled call = %q", got)
+	}
+}
+
+// TestMCPIdleServerIsStoppedAndStartsAgain: the idle timeout of plugins
+// stops an MCP server too, and its next call starts it again.
+func TestMCPIdleServerIsStoppedAndStartsAgain(t *testing.T) {
+	t.Parallel()
+	srv := hostileMCP(t, "hostile")
+	mark := marked(t, &srv)
+	reg := loadMCP(t, &host.Options{IdleTimeout: 200 * time.Millisecond, CacheDir: host.NoCache}, srv)
+	first := atoi(t, call(t, reg, "pid", `{}`))
+	waitGone(t, first, "the idle server")
+	if pids := serverPIDs(t, mark); len(pids) != 0 {
+		t.Fatalf("server processes left after the idle stop: %v", pids)
+	}
+	if again := atoi(t, call(t, reg, "pid", `{}`)); again == first {
+		t.Error("the same process answered after the idle stop")
+	}
+}
