@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,5 +49,28 @@ func TestMCPIdleServerIsStoppedAndStartsAgain(t *testing.T) {
 	}
 	if again := atoi(t, call(t, reg, "pid", `{}`)); again == first {
 		t.Error("the same process answered after the idle stop")
+	}
+}
+
+// TestMCPStoppedServerIsReplacedAfterItsDeadline: a server that stops
+// answering (SIGSTOP) costs the call its deadline; it does not answer the
+// ping that follows, so its process group is killed and the next call
+// starts a new one.
+func TestMCPStoppedServerIsReplacedAfterItsDeadline(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, hostileMCP(t, "hostile"))
+	pid := atoi(t, call(t, reg, "pid", `{}`))
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if got := reg.Execute(ctx, "echo", []byte(`{"text":"x"}`)); !strings.HasPrefix(got, "Error executing echo: timed out after ") {
+		t.Errorf("a call to the stopped server = %q", got)
+	}
+	waitGone(t, pid, "the stopped server")
+	if next := atoi(t, call(t, reg, "pid", `{}`)); next == pid {
+		t.Errorf("pid after the hang = %d, the old one", next)
 	}
 }
