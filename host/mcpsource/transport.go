@@ -18,9 +18,10 @@ const maxMessageSize = 64<<20 + 1<<20
 // Stdio is the transport to a server process whose stdout is r and whose
 // stdin is w: newline-delimited JSON-RPC messages, each line at most
 // 64 MiB + 1 MiB (a longer one ends the session). The session closes r
-// and w when it ends.
+// and w when it ends; closing r must end a Read under way, as it does for
+// an *os.File or an *io.PipeReader.
 func Stdio(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-	return &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxMessageSize}
+	return &stdioTransport{r: r, w: w}
 }
 
 // HTTP is MCP's streamable HTTP transport to url, the server's MCP

@@ -1,0 +1,217 @@
+package mcpsource
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport is MCP's stdio transport: one JSON-RPC message (or a
+// batch) a line, each way. It is the SDK's IOTransport less what a call
+// does not need: the SDK decodes each message it reads twice (as a batch,
+// then as a message) with a JSON decoder that allocates 32 KiB for every
+// value it decodes, however small, and hands each message from a goroutine
+// of its own to the one that reads. Here a line is read into a buffer that
+// is kept, decoded once with encoding/json, by the goroutine that reads.
+type stdioTransport struct {
+	r io.ReadCloser
+	w io.WriteCloser
+}
+
+var _ mcp.Transport = (*stdioTransport)(nil)
+
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	return &stdioConn{in: bufio.NewReaderSize(t.r, readBuffer), max: maxMessageSize, r: t.r, w: t.w}, nil
+}
+
+const (
+	// readBuffer is the size of the buffer a line is read through: a
+	// line that fits is decoded where it lies.
+	readBuffer = 64 << 10
+	// keptLine bounds the buffer that a longer line is gathered in and
+	// that is kept for the next one.
+	keptLine = 1 << 20
+)
+
+// stdioConn is one session's stdio connection. The SDK reads from one
+// goroutine, and may write from many, and close from any.
+type stdioConn struct {
+	r     io.ReadCloser
+	in    *bufio.Reader
+	max   int               // the longest line, with its newline
+	long  []byte            // a line longer than in's buffer, gathered
+	queue []jsonrpc.Message // the messages of a batch not yet read
+
+	writeMu sync.Mutex
+	w       io.WriteCloser
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ mcp.Connection = (*stdioConn)(nil)
+
+func (c *stdioConn) SessionID() string { return "" }
+
+// Read returns the next message. Close makes a Read under way return
+// io.EOF, provided that closing r ends it, as it does for a pipe.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		msg := c.queue[0]
+		c.queue = c.queue[1:]
+		return msg, nil
+	}
+	for {
+		line, err := c.readLine()
+		if err != nil {
+			if c.closed.Load() {
+				return nil, io.EOF
+			}
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
+		switch {
+		case len(line) == 0:
+			continue
+		case line[0] == '[':
+			msgs, err := decodeBatch(line)
+			if err != nil {
+				return nil, err
+			}
+			c.queue = msgs[1:]
+			return msgs[0], nil
+		}
+		return decodeMessage(line)
+	}
+}
+
+// readLine reads the next line, up to c.max bytes with its newline. The
+// line is valid until the next call.
+func (c *stdioConn) readLine() ([]byte, error) {
+	if cap(c.long) > keptLine {
+		c.long = nil
+	}
+	c.long = c.long[:0]
+	for {
+		chunk, err := c.in.ReadSlice('\n')
+		if len(c.long)+len(chunk) > c.max {
+			return nil, fmt.Errorf("the server sent a message longer than %d bytes", c.max)
+		}
+		switch {
+		case err == nil && len(c.long) == 0:
+			return chunk, nil
+		case err == nil:
+			return append(c.long, chunk...), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			c.long = append(c.long, chunk...)
+		case errors.Is(err, io.EOF) && len(c.long)+len(chunk) > 0:
+			// The last line, without its newline: the next read
+			// says EOF.
+			return append(c.long, chunk...), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// decodeBatch decodes a JSON-RPC batch: an array of messages.
+func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
+	var batch []json.RawMessage
+	if err := json.Unmarshal(line, &batch); err != nil {
+		return nil, err
+	}
+	if len(batch) == 0 {
+		return nil, errors.New("the server sent an empty batch")
+	}
+	msgs := make([]jsonrpc.Message, len(batch))
+	for i, raw := range batch {
+		msg, err := decodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = msg
+	}
+	return msgs, nil
+}
+
+// decodeMessage decodes one JSON-RPC message as the SDK does: a request
+// (or notification) when it has a method, a response otherwise; member
+// names match exactly, not regardless of case. The message does not
+// share memory with data.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		return nil, err
+	}
+	var version string
+	if err := json.Unmarshal(members["jsonrpc"], &version); err != nil || version != "2.0" {
+		return nil, errors.New(`the server sent a message that is not JSON-RPC 2.0 (its "jsonrpc" is not "2.0")`)
+	}
+	var rawID any
+	if raw, ok := members["id"]; ok {
+		if err := json.Unmarshal(raw, &rawID); err != nil {
+			return nil, err
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := members["method"]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, err
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: members["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("the server sent a response without an id")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: members["result"]}
+	if raw := members["error"]; raw != nil && string(raw) != "null" {
+		var wireErr jsonrpc.Error
+		if err := json.Unmarshal(raw, &wireErr); err != nil {
+			return nil, err
+		}
+		resp.Error = &wireErr
+	}
+	return resp, nil
+}
+
+// Write writes msg as one line.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding a message: %w", err)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.w.Write(append(data, '\n'))
+	return err
+}
+
+// Close closes both ends. It may be called more than once, and while a
+// Read is under way.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
+	})
+	return c.closeErr
+}
