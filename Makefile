@@ -40,7 +40,11 @@ test: $(MCP_SERVERS)/node_modules/.package-lock.json
 # p50/p99 of a direct call, an in-process tool and a plugin tool through
 # the registry, and a raw gRPC echo between two processes; plugin
 # throughput with 1 and 8 callers; the RSS of an idle plugin and of a host
-# with its plugins stopped); start-up (agenthost tools against agenthost
+# with its plugins stopped); a call of an MCP server's tool (the echo of
+# server-everything over stdio) through the registry against the same
+# call through the official TypeScript client (median per call of each,
+# and the ratio; it needs the servers of tests/mcp-servers, which make
+# test installs); start-up (agenthost tools against agenthost
 # --version); and the search tools against rg and fd (Debian packages
 # ripgrep and fd-find) on Go's own source tree, printing the ratios. It
 # installs nothing.
@@ -48,6 +52,7 @@ bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(Execute|RegistryOverhead|LoadPlugins|Launch)$$' -benchmem -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -count 6 ./internal/sandbox/
 	$(GO) test -run '^$$' -bench '^BenchmarkLifecycle' -benchtime 2s ./host/
+	$(GO) test -run '^$$' -bench '^BenchmarkMCP$$' -benchtime 3000x -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStartup$$' -benchtime 30x ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
 
