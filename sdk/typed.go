@@ -28,9 +28,13 @@ type Info struct {
 // The tool's parameter schema is inferred from In: each exported field is a
 // property named by its json tag, described by its jsonschema tag, and
 // required unless its json tag says omitempty or omitzero. Properties that
-// In does not have are refused. Arguments are validated against the schema
-// before handler runs, so handler sees only well-formed input; a
-// validation failure is the call's error.
+// In does not have are refused. Every property has a single type, never
+// a type array: a slice is an array, a map an object, a pointer its
+// element's type, none of them nullable. An optional property is one
+// left out of "required"; an explicit null for it counts as leaving it
+// out, while a required property must have a value. Arguments are
+// validated against the schema before handler runs, so handler sees only
+// well-formed input; a validation failure is the call's error.
 //
 // NewTool panics if info.Name is invalid or In has no JSON Schema: both are
 // programming errors, found the first time the plugin starts.
@@ -38,7 +42,7 @@ func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string
 	if !ValidName(info.Name) {
 		panic(fmt.Sprintf("sdk.NewTool: invalid tool name %q: it must match %s", info.Name, namePattern))
 	}
-	schema, err := jsonschema.For[In](nil)
+	schema, err := inferSchema[In]()
 	if err != nil {
 		panic(fmt.Sprintf("sdk.NewTool(%q): inferring the input schema: %v", info.Name, err))
 	}
@@ -53,14 +57,17 @@ func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string
 	if err != nil {
 		panic(fmt.Sprintf("sdk.NewTool(%q): encoding the input schema: %v", info.Name, err))
 	}
-	return &typedTool[In]{info: info, params: params, schema: resolved, handler: handler}
+	return &typedTool[In]{info: info, params: params, schema: resolved, optional: hasOptional(schema), handler: handler}
 }
 
 type typedTool[In any] struct {
-	info    Info
-	params  json.RawMessage
-	schema  *jsonschema.Resolved
-	handler func(context.Context, In) (string, error)
+	info   Info
+	params json.RawMessage
+	schema *jsonschema.Resolved
+	// optional: the schema has optional properties, whose nulls decode
+	// drops.
+	optional bool
+	handler  func(context.Context, In) (string, error)
 }
 
 var (
@@ -95,10 +102,17 @@ func (t *typedTool[In]) PrepareCall(args json.RawMessage) (toolcall.Func, error)
 	return func(ctx context.Context) (string, error) { return t.handler(ctx, in) }, nil
 }
 
-// decode validates args against the tool's schema and decodes them.
+// decode validates args against the tool's schema and decodes them,
+// once the optional arguments that are null are dropped.
 func (t *typedTool[In]) decode(args json.RawMessage) (In, error) {
 	var in In
-	v, err := validate(t.schema, args)
+	if err := toolcall.CheckUnicode(args); err != nil {
+		return in, err
+	}
+	if t.optional {
+		args = dropNulls(t.schema.Schema(), args)
+	}
+	v, err := validateJSON(t.schema, args)
 	if err != nil {
 		return in, err
 	}
@@ -128,18 +142,21 @@ func NormalizeArgs(args json.RawMessage) json.RawMessage {
 	return args
 }
 
-// ValidateArgs checks JSON arguments against a resolved schema. Its error
-// starts with "invalid arguments: ".
+// ValidateArgs checks JSON arguments against a resolved schema, exactly
+// as the schema says: unlike a [NewTool] tool, it does not take a null
+// optional property for an absent one. Its error starts with "invalid
+// arguments: ".
 func ValidateArgs(schema *jsonschema.Resolved, args json.RawMessage) error {
-	_, err := validate(schema, args)
+	if err := toolcall.CheckUnicode(args); err != nil {
+		return err
+	}
+	_, err := validateJSON(schema, args)
 	return err
 }
 
-// validate is ValidateArgs, returning the decoded arguments.
-func validate(schema *jsonschema.Resolved, args json.RawMessage) (any, error) {
-	if err := toolcall.CheckUnicode(args); err != nil {
-		return nil, err
-	}
+// validateJSON is ValidateArgs on arguments of valid Unicode, returning
+// the decoded arguments.
+func validateJSON(schema *jsonschema.Resolved, args json.RawMessage) (any, error) {
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return nil, syntaxError(args, err)
