@@ -115,19 +115,83 @@ func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
 	g := &offer{reg: reg, server: server}
 	g.sync()
 	reg.OnChange(g.sync)
-	// The SDK answers a call of a tool it does not list with a protocol
-	// error; agenthost answers unknown and disabled tools with an error
-	// result, as the registry words it. So every tools/call goes to the
-	// registry here.
 	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
-				return callTool(ctx, reg, call)
+			if undeclared[method] {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %s (agenthost serves tools only)", method)}
 			}
-			return next(ctx, method, req)
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok || method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			// An offered tool's call takes the SDK's path, which shapes
+			// the result for the session's protocol version. The SDK
+			// answers a call of a tool it does not list with a protocol
+			// error; agenthost answers unknown and disabled tools with an
+			// error result, as the registry words it.
+			if call.Params != nil && g.offers(call.Params.Name) {
+				res, err := next(ctx, method, req)
+				if err == nil || g.offers(call.Params.Name) {
+					return res, err
+				}
+				// The tool was withdrawn between the look-up and the call.
+			}
+			return unofferedCall(ctx, reg, call)
 		}
 	})
 	return server
+}
+
+// undeclared are the methods of the capabilities agenthost does not
+// declare: it serves tools only. The SDK would answer them all the same.
+var undeclared = map[string]bool{
+	"logging/setLevel":         true,
+	"resources/list":           true,
+	"resources/templates/list": true,
+	"resources/read":           true,
+	"resources/subscribe":      true,
+	"resources/unsubscribe":    true,
+	"prompts/list":             true,
+	"prompts/get":              true,
+	"completion/complete":      true,
+}
+
+// unofferedCall answers a call of a tool the server does not offer with
+// the registry's error result, shaped as the SDK shapes a tool's result:
+// from protocol version 2026-07-28 on, it says it is complete.
+func unofferedCall(ctx context.Context, reg *host.ToolRegistry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := callTool(ctx, reg, req)
+	if err != nil || !multiRoundTrip(req.Session) {
+		return res, err
+	}
+	// The result's type has no setter: it is set as a result is read.
+	var members map[string]any
+	data, err := json.Marshal(res)
+	if err == nil {
+		err = json.Unmarshal(data, &members)
+	}
+	if err != nil {
+		return nil, err
+	}
+	members["resultType"] = "complete"
+	typed := &mcp.CallToolResult{}
+	if data, err = json.Marshal(members); err == nil {
+		err = json.Unmarshal(data, typed)
+	}
+	return typed, err
+}
+
+// multiRoundTrip reports whether the session's client speaks protocol
+// version 2026-07-28 or later, whose results carry a resultType: the rule
+// the SDK applies to the results of the tools it lists.
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	version := mcp.SupportedProtocolVersions()[0]
+	if ss != nil {
+		if p := ss.InitializeParams(); p != nil {
+			version = p.ProtocolVersion
+		}
+	}
+	return version >= "2026-07-28"
 }
 
 // offer keeps the tools an MCP server offers in step with the registry's
@@ -178,6 +242,13 @@ func (o *offer) sync() {
 		})
 	}
 	o.offered = want
+}
+
+// offers reports whether the server offers the tool name.
+func (o *offer) offers(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.offered[name] != nil
 }
 
 // mcpTool is the MCP description of a registered tool: its parameters
