@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +27,11 @@ const mcpTokenVar = "AGENTHOST_MCP_TOKEN"
 
 // mcpFlags are the flags of agenthost mcp.
 type mcpFlags struct {
-	http  string
-	token string
+	http         string
+	token        string
+	allowOrigins originList
+	maxSessions  int
+	sessionIdle  time.Duration
 	// addr is --http with its host filled in: what the server listens on.
 	addr string
 }
@@ -37,10 +41,13 @@ type mcpFlags struct {
 func mcpCommand() *command {
 	f := &mcpFlags{}
 	return &command{
-		usage: "agenthost mcp [--http ADDR [--token TOKEN]]",
+		usage: "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D]]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
+			fs.Var(&f.allowOrigins, "allow-origin", "also accept requests from web pages of `ORIGIN` (scheme://host[:port]; repeatable); * accepts every origin, which lets any web page the user visits call the tools")
+			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "refuse a new session over `N` open ones (HTTP 503)")
+			fs.DurationVar(&f.sessionIdle, "session-idle", defaultSessionIdle, "close a session after `D` without requests")
 		},
 		prepare: f.check,
 		run: func(ctx context.Context, env *env, args []string) error {
@@ -51,7 +58,7 @@ func mcpCommand() *command {
 			if f.http == "" {
 				return serveStdio(ctx, server, env.stdin, env.stdout)
 			}
-			return serveHTTP(ctx, server, f.addr, f.token, env.stderr)
+			return serveHTTP(ctx, server, f, env.stderr)
 		},
 	}
 }
@@ -59,6 +66,9 @@ func mcpCommand() *command {
 // check validates the flags before the plugins start: a non-loopback
 // address needs a token.
 func (f *mcpFlags) check() error {
+	if err := f.checkHTTP(); err != nil {
+		return err
+	}
 	if f.http == "" {
 		if f.token != "" {
 			return usagef("mcp: --token needs --http")

@@ -1,34 +1,97 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// The defaults of --max-sessions and --session-idle.
+const (
+	defaultMaxSessions = 1000
+	defaultSessionIdle = 10 * time.Minute
+)
+
+// JSON-RPC error codes agenthost answers over HTTP besides the standard
+// ones of the jsonrpc package.
+const (
+	// codeSessionNotFound answers a request whose Mcp-Session-Id names no
+	// open session (HTTP 404), as the TypeScript SDK does.
+	codeSessionNotFound = -32001
+	// codeSessionLimit answers an initialize over --max-sessions (HTTP 503).
+	codeSessionLimit = -32000
+)
+
+// retryAfter is what a client refused for the session limit is told to
+// wait, in seconds.
+const retryAfter = "30"
+
+// sessionIDHeader is the streamable HTTP transport's session header.
+const sessionIDHeader = "Mcp-Session-Id"
+
+// originList is the repeatable --allow-origin flag.
+type originList []string
+
+func (l *originList) String() string { return strings.Join(*l, ",") }
+
+func (l *originList) Set(s string) error {
+	if s != "*" {
+		o, ok := normalOrigin(s)
+		if !ok {
+			return fmt.Errorf("%q is not an origin (scheme://host[:port], or *)", s)
+		}
+		s = o
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// checkHTTP validates the flags of the HTTP transport.
+func (f *mcpFlags) checkHTTP() error {
+	if f.http == "" {
+		switch {
+		case len(f.allowOrigins) > 0:
+			return usagef("mcp: --allow-origin needs --http")
+		case f.maxSessions != defaultMaxSessions:
+			return usagef("mcp: --max-sessions needs --http")
+		case f.sessionIdle != defaultSessionIdle:
+			return usagef("mcp: --session-idle needs --http")
+		}
+		return nil
+	}
+	if f.maxSessions < 1 {
+		return usagef("mcp: --max-sessions %d: must be at least 1", f.maxSessions)
+	}
+	if f.sessionIdle <= 0 {
+		return usagef("mcp: --session-idle %s: must be positive", f.sessionIdle)
+	}
+	return nil
+}
+
 // serveHTTP serves the streamable HTTP transport at /mcp (and /) until ctx
-// is canceled. It prints the URL to stderr once it listens.
-func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stderr io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
+// is canceled. It prints the URL to stderr once it listens. Zero
+// maxSessions and sessionIdle in f take the defaults.
+func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
-		PropagateRequestCancellation: true,
-		SessionTimeout:               time.Hour,
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
-	mux.Handle("/{$}", handler)
 	srv := &http.Server{
-		Handler:           requireToken(token, mux),
+		Handler:           newHTTPHandler(server, f, ln.Addr()),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Canceling ctx ends every request, open event streams included.
 		BaseContext: func(net.Listener) context.Context { return ctx },
@@ -50,6 +113,31 @@ func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stde
 	return nil
 }
 
+// newHTTPHandler is the whole HTTP side of agenthost mcp --http, for a
+// server listening at addr: the Origin check, the bearer token, the
+// session limit and JSON-RPC error bodies around the SDK's handler.
+func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) http.Handler {
+	maxSessions, idle := f.maxSessions, f.sessionIdle
+	if maxSessions == 0 {
+		maxSessions = defaultMaxSessions
+	}
+	if idle == 0 {
+		idle = defaultSessionIdle
+	}
+	// The SDK refuses a request that reached a loopback address with a
+	// Host that is not a loopback name (DNS rebinding by Host); it is on
+	// by default and stays on.
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+		PropagateRequestCancellation: true,
+		SessionTimeout:               idle,
+	})
+	h := &rpcHandler{next: sdk, server: server, max: maxSessions}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/{$}", h)
+	return checkOrigin(ownOrigins(addr), f.allowOrigins, requireToken(f.token, mux))
+}
+
 // requireToken answers 401 to a request without "Authorization: Bearer
 // TOKEN". An empty token requires nothing.
 func requireToken(token string, next http.Handler) http.Handler {
@@ -67,3 +155,316 @@ func requireToken(token string, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// checkOrigin answers 403 to a request whose Origin header is neither one
+// of the server's own nor allowed: a web page the user visits must not
+// reach the server through the browser (DNS rebinding). A request without
+// Origin does not come from a page, and passes. "*" in allowed allows
+// every origin.
+func checkOrigin(own, allowed []string, next http.Handler) http.Handler {
+	ok := map[string]bool{}
+	for _, o := range append(own, allowed...) {
+		ok[o] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		values := r.Header.Values("Origin")
+		if len(values) == 0 || ok["*"] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		o, valid := normalOrigin(values[0])
+		if len(values) > 1 || !valid || !ok[o] {
+			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// normalOrigin returns an origin, scheme://host[:port], lower-cased and
+// without the scheme's default port; ok is false for anything else ("null"
+// included).
+func normalOrigin(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", false
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, true
+}
+
+// ownOrigins are the origins of a server listening at addr: http://
+// with its host and port, the loopback names of a loopback host, and every
+// interface's address for an unspecified host (0.0.0.0, [::]).
+func ownOrigins(addr net.Addr) []string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil
+	}
+	hosts := []string{host}
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil && strings.EqualFold(host, "localhost"), ip != nil && ip.IsLoopback():
+		hosts = append(hosts, "localhost", "127.0.0.1", "::1")
+	case ip != nil && ip.IsUnspecified():
+		hosts = append(hosts, "localhost", "127.0.0.1", "::1")
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok {
+					hosts = append(hosts, n.IP.String())
+				}
+			}
+		}
+	}
+	var origins []string
+	for _, h := range hosts {
+		if o, ok := normalOrigin("http://" + net.JoinHostPort(h, port)); ok {
+			origins = append(origins, o)
+		}
+	}
+	return origins
+}
+
+// rpcHandler wraps the SDK's streamable HTTP handler: it answers in
+// JSON-RPC what the SDK answers in plain text, refuses a request without
+// a session that is not an initialize, and holds the open sessions to
+// max.
+type rpcHandler struct {
+	next   http.Handler
+	server *mcp.Server
+	max    int
+
+	mu   sync.Mutex
+	open int // sessions open, or being initialized
+}
+
+func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tw := &textErrors{ResponseWriter: w}
+	defer tw.finish()
+	if r.Method != http.MethodPost {
+		h.next.ServeHTTP(tw, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit))
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "failed to read the body")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	msgs, status, code, msg := parseBody(body)
+	if code != 0 {
+		writeRPCError(w, status, jsonrpc.ID{}, code, msg)
+		return
+	}
+	tw.id = singleCallID(msgs)
+
+	if r.Header.Get(sessionIDHeader) != "" {
+		h.next.ServeHTTP(tw, r)
+		return
+	}
+	switch sessionKind(r, msgs) {
+	case "initialize":
+		h.initialize(tw, r)
+	case "sessionless":
+		h.next.ServeHTTP(tw, r)
+	default:
+		writeRPCError(w, http.StatusBadRequest, tw.id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+	}
+}
+
+// initialize serves an initialize without a session, the start of a new
+// session, when the number of sessions allows.
+func (h *rpcHandler) initialize(tw *textErrors, r *http.Request) {
+	h.mu.Lock()
+	if h.open >= h.max {
+		h.mu.Unlock()
+		tw.Header().Set("Retry-After", retryAfter)
+		writeRPCError(tw.ResponseWriter, http.StatusServiceUnavailable, tw.id, codeSessionLimit,
+			fmt.Sprintf("server is at its session limit (%d sessions); retry later", h.max))
+		return
+	}
+	h.open++
+	h.mu.Unlock()
+
+	h.next.ServeHTTP(tw, r)
+	if id := tw.Header().Get(sessionIDHeader); id != "" {
+		for ss := range h.server.Sessions() {
+			if ss.ID() == id {
+				go func() {
+					ss.Wait()
+					h.release()
+				}()
+				return
+			}
+		}
+	}
+	h.release() // no session, or it closed already
+}
+
+func (h *rpcHandler) release() {
+	h.mu.Lock()
+	h.open--
+	h.mu.Unlock()
+}
+
+// parseBody decodes a POST body: one JSON-RPC message or a batch. A
+// nonzero code says why it is not one, with the HTTP status to answer.
+func parseBody(body []byte) (msgs []jsonrpc.Message, status int, code int64, msg string) {
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) {
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "Parse error"
+	}
+	raws := []json.RawMessage{body}
+	if body[0] == '[' {
+		if err := json.Unmarshal(body, &raws); err != nil || len(raws) == 0 {
+			return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch"
+		}
+	}
+	for _, raw := range raws {
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message"
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, 0, 0, ""
+}
+
+// singleCallID is the id of the one call in msgs, or the null id.
+func singleCallID(msgs []jsonrpc.Message) jsonrpc.ID {
+	if len(msgs) == 1 {
+		if req, ok := msgs[0].(*jsonrpc.Request); ok {
+			return req.ID
+		}
+	}
+	return jsonrpc.ID{}
+}
+
+// sessionKind tells what a POST without Mcp-Session-Id is: "initialize"
+// starts a session; "sessionless" is one of the protocol's requests that
+// need none (server/discover, or a version from 2026-07-28 on, which the
+// SDK answers); anything else ("") needs a session.
+func sessionKind(r *http.Request, msgs []jsonrpc.Message) string {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+		return "sessionless"
+	}
+	kind := ""
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		switch {
+		case req.Method == "initialize":
+			kind = "initialize"
+		case req.Method == "server/discover", hasMetaVersion(req.Params):
+			return "sessionless"
+		}
+	}
+	return kind
+}
+
+// hasMetaVersion reports whether params carry the per-request protocol
+// version of SEP-2575.
+func hasMetaVersion(params json.RawMessage) bool {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	_, ok := p.Meta[mcp.MetaKeyProtocolVersion]
+	return ok
+}
+
+// writeRPCError answers a JSON-RPC error response; a zero id is written
+// as null, as JSON-RPC wants for a request whose id is unknown.
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
+	type rpcError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string   `json:"jsonrpc"`
+		ID      any      `json:"id"`
+		Error   rpcError `json:"error"`
+	}{"2.0", id.Raw(), rpcError{code, msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// textErrors turns the SDK's plain-text error responses into JSON-RPC
+// error responses with the same status: 404 (no such session) into
+// codeSessionNotFound, a method the server does not have into
+// CodeMethodNotFound, the rest into CodeInvalidRequest.
+type textErrors struct {
+	http.ResponseWriter
+	id jsonrpc.ID // the request's id, when it is one call
+
+	status int
+	text   bytes.Buffer
+}
+
+func (w *textErrors) WriteHeader(status int) {
+	if w.status != 0 {
+		return
+	}
+	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = status
+		return
+	}
+	w.status = -1
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *textErrors) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.status > 0 {
+		return w.text.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *textErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes the JSON-RPC error for a plain-text one held back.
+func (w *textErrors) finish() {
+	if w.status <= 0 {
+		return
+	}
+	msg := strings.TrimSpace(w.text.String())
+	code := int64(jsonrpc.CodeInvalidRequest)
+	switch {
+	case w.status == http.StatusNotFound:
+		code, msg = codeSessionNotFound, "Session not found"
+	case strings.HasPrefix(msg, "JSON RPC not handled"):
+		// The SDK refuses a method it does not have before the session
+		// sees it; JSON-RPC's code for that is "method not found".
+		code = jsonrpc.CodeMethodNotFound
+		msg = "Method not found: " + strings.TrimPrefix(msg, "JSON RPC not handled: ")
+	}
+	writeRPCError(w.ResponseWriter, w.status, w.id, code, msg)
+}
+
+// Interface guards.
+var (
+	_ http.Handler = (*rpcHandler)(nil)
+	_ flag.Value   = (*originList)(nil)
+)

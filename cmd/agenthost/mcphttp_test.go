@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// startHTTPServer runs serveHTTP in-process on a loopback port and returns
+// its /mcp URL; the server stops when the test ends.
+func startHTTPServer(t *testing.T, f *mcpFlags) string {
+	t.Helper()
+	if f.addr == "" {
+		f.addr = "127.0.0.1:0"
+	}
+	reg := host.NewToolRegistry(nil)
+	ctx, stop := context.WithCancel(context.Background())
+	stderr, served := newLineWriter(), make(chan error, 1)
+	go func() { served <- serveHTTP(ctx, newMCPServer(reg), f, stderr) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Error("serveHTTP did not return")
+		}
+	})
+	select {
+	case line := <-stderr.lines:
+		return strings.TrimPrefix(line, "listening on ")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no listening line")
+	}
+	return ""
+}
+
+// httpReply is what an HTTP request got.
+type httpReply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// httpSend makes one request of the MCP transport: a POST when body is not
+// empty, with the headers the transport requires, then headers kv.
+func httpSend(t *testing.T, method, u, body string, kv ...string) httpReply {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == "Host" {
+			req.Host = kv[i+1]
+			continue
+		}
+		req.Header.Set(kv[i], kv[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpReply{resp.StatusCode, resp.Header, string(data)}
+}
+
+// httpInitialize opens a session and returns its id.
+func httpInitialize(t *testing.T, u string, kv ...string) string {
+	t.Helper()
+	r := httpSend(t, http.MethodPost, u, initializeBody, kv...)
+	id := r.header.Get("Mcp-Session-Id")
+	if r.status != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %q %s", r.status, id, r.body)
+	}
+	// The client's half of the handshake.
+	if r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", id); r.status != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", r.status, r.body)
+	}
+	return id
+}
+
+// wantReply checks a httpReply's status, Content-Type and body exactly.
+func wantReply(t *testing.T, name string, got httpReply, status int, contentType, body string) {
+	t.Helper()
+	if got.status != status || got.header.Get("Content-Type") != contentType || got.body != body {
+		t.Errorf("%s: %d %q %q; want %d %q %q", name, got.status, got.header.Get("Content-Type"), got.body, status, contentType, body)
+	}
+}
+
+const forbiddenOrigin = "forbidden: origin not allowed\n"
+
+func TestMCPHTTPOrigin(t *testing.T) {
+	t.Parallel()
+	own := startHTTPServer(t, &mcpFlags{})
+	listed := startHTTPServer(t, &mcpFlags{allowOrigins: originList{"https://app.example", "http://[::1]:9"}})
+	any := startHTTPServer(t, &mcpFlags{allowOrigins: originList{"*"}})
+	port := func(u string) string { p, _ := url.Parse(u); return p.Port() }
+	p := port(own)
+
+	for name, tc := range map[string]struct {
+		url, origin string
+		ok          bool
+	}{
+		"no origin":            {own, "", true},
+		"own":                  {own, "http://127.0.0.1:" + p, true},
+		"localhost":            {own, "http://localhost:" + p, true},
+		"ipv6 loopback":        {own, "http://[::1]:" + p, true},
+		"upper case":           {own, "HTTP://LocalHost:" + p, true},
+		"other port":           {own, "http://127.0.0.1:1", false},
+		"https":                {own, "https://127.0.0.1:" + p, false},
+		"rebinding":            {own, "http://attacker.example:" + p, false},
+		"null":                 {own, "null", false},
+		"garbage":              {own, "not an origin", false},
+		"listed":               {listed, "https://app.example", true},
+		"listed default port":  {listed, "https://app.example:443", true},
+		"listed ipv6":          {listed, "http://[::1]:9", true},
+		"listed own still":     {listed, "http://localhost:" + port(listed), true},
+		"not listed":           {listed, "http://app.example", false},
+		"not listed subdomain": {listed, "https://x.app.example", false},
+		"star":                 {any, "http://attacker.example", true},
+		"star null":            {any, "null", true},
+	} {
+		var kv []string
+		if tc.origin != "" {
+			kv = []string{"Origin", tc.origin}
+		}
+		r := httpSend(t, http.MethodPost, tc.url, initializeBody, kv...)
+		if tc.ok {
+			if r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
+				t.Errorf("%s: %d %s; want 200 and a session", name, r.status, r.body)
+			}
+			continue
+		}
+		wantReply(t, name, r, http.StatusForbidden, "text/plain; charset=utf-8", forbiddenOrigin)
+	}
+
+	// A refused origin is refused whatever the method.
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		r := httpSend(t, m, own, "", "Origin", "http://attacker.example", "Mcp-Session-Id", "x")
+		wantReply(t, m, r, http.StatusForbidden, "text/plain; charset=utf-8", forbiddenOrigin)
+	}
+	// The SDK's Host check (DNS rebinding by Host) stays on: a loopback
+	// listener refuses a Host that is not a loopback name.
+	r := httpSend(t, http.MethodPost, own, initializeBody, "Host", "attacker.example:"+p)
+	wantReply(t, "Host", r, http.StatusForbidden, "application/json",
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Forbidden: invalid Host header \"attacker.example:`+p+`\""}}`+"\n")
+}
+
+func TestMCPHTTPErrors(t *testing.T) {
+	t.Parallel()
+	u := startHTTPServer(t, &mcpFlags{})
+	session := httpInitialize(t, u)
+	const jsonType = "application/json"
+
+	for name, tc := range map[string]struct {
+		method, body string
+		kv           []string
+		status       int
+		want         string
+	}{
+		"malformed JSON": {"POST", `{"jsonrpc":"2.0","id":1,`, []string{"Mcp-Session-Id", session}, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		"malformed JSON without a session": {"POST", `not json`, nil, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		"not JSON-RPC": {"POST", `{"hello":1}`, []string{"Mcp-Session-Id", session}, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not a JSON-RPC 2.0 message"}}`},
+		"empty batch": {"POST", `[]`, []string{"Mcp-Session-Id", session}, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: an empty batch"}}`},
+		"unknown method": {"POST", `{"jsonrpc":"2.0","id":7,"method":"no/such"}`, []string{"Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"}, 400,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: \"no/such\" unsupported"}}`},
+		"no session": {"POST", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, 400,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Bad Request: Mcp-Session-Id header is required"}}`},
+		"no session, notification": {"POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Mcp-Session-Id header is required"}}`},
+		"unknown session": {"POST", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, []string{"Mcp-Session-Id", "nope"}, 404,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}`},
+		"DELETE unknown session": {"DELETE", "", []string{"Mcp-Session-Id", "nope"}, 404,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`},
+		"GET without a session": {"GET", "", nil, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: GET requires an Mcp-Session-Id header"}}`},
+	} {
+		r := httpSend(t, tc.method, u, tc.body, tc.kv...)
+		wantReply(t, name, r, tc.status, jsonType, tc.want+"\n")
+	}
+
+	// The session still works after all that.
+	r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
+	if r.status != http.StatusOK || !strings.Contains(r.body, `{"jsonrpc":"2.0","id":9,"result":{}}`) {
+		t.Errorf("ping: %d %s", r.status, r.body)
+	}
+}
+
+func TestMCPHTTPSessionLimit(t *testing.T) {
+	t.Parallel()
+	u := startHTTPServer(t, &mcpFlags{maxSessions: 3})
+	var ids []string
+	for range 3 {
+		ids = append(ids, httpInitialize(t, u))
+	}
+	full := `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server is at its session limit (3 sessions); retry later"}}` + "\n"
+	r := httpSend(t, http.MethodPost, u, initializeBody)
+	wantReply(t, "over the limit", r, http.StatusServiceUnavailable, "application/json", full)
+	if got := r.header.Get("Retry-After"); got != "30" {
+		t.Errorf("Retry-After %q", got)
+	}
+	// Open sessions go on.
+	if r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Mcp-Session-Id", ids[0], "Mcp-Protocol-Version", "2025-06-18"); r.status != http.StatusOK {
+		t.Errorf("tools/list in an open session: %d %s", r.status, r.body)
+	}
+
+	if r := httpSend(t, http.MethodDelete, u, "", "Mcp-Session-Id", ids[1]); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	// The slot frees as the session ends, just after the DELETE.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r := httpSend(t, http.MethodPost, u, initializeBody)
+		if r.status == http.StatusOK {
+			break
+		}
+		if r.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("initialize after a DELETE: %d %s", r.status, r.body)
+		}
+	}
+	wantReply(t, "full again", httpSend(t, http.MethodPost, u, initializeBody), http.StatusServiceUnavailable, "application/json", full)
+}
+
+func TestMCPHTTPSessionIdle(t *testing.T) {
+	t.Parallel()
+	u := startHTTPServer(t, &mcpFlags{maxSessions: 1, sessionIdle: 300 * time.Millisecond})
+	id := httpInitialize(t, u)
+	if r := httpSend(t, http.MethodPost, u, initializeBody); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("second session: %d %s", r.status, r.body)
+	}
+	time.Sleep(time.Second)
+	r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, "Mcp-Session-Id", id)
+	wantReply(t, "idle session", r, http.StatusNotFound, "application/json",
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}`+"\n")
+	httpInitialize(t, u)
+}
+
+func TestMCPHTTPFlags(t *testing.T) {
+	t.Setenv(mcpTokenVar, "")
+	for name, tc := range map[string]struct {
+		args      []string
+		stderrHas string
+	}{
+		"origin with a path":    {[]string{"mcp", "--http", "0", "--allow-origin", "http://a.example/x"}, `invalid value "http://a.example/x" for flag -allow-origin: "http://a.example/x" is not an origin (scheme://host[:port], or *)`},
+		"origin without scheme": {[]string{"mcp", "--http", "0", "--allow-origin", "a.example"}, "is not an origin"},
+		"origin without http":   {[]string{"mcp", "--allow-origin", "http://a.example"}, "mcp: --allow-origin needs --http"},
+		"no sessions":           {[]string{"mcp", "--http", "0", "--max-sessions", "0"}, "mcp: --max-sessions 0: must be at least 1"},
+		"max without http":      {[]string{"mcp", "--max-sessions", "5"}, "mcp: --max-sessions needs --http"},
+		"zero idle":             {[]string{"mcp", "--http", "0", "--session-idle", "0s"}, "mcp: --session-idle 0s: must be positive"},
+		"idle without http":     {[]string{"mcp", "--session-idle", "1m"}, "mcp: --session-idle needs --http"},
+		"bad idle":              {[]string{"mcp", "--http", "0", "--session-idle", "soon"}, "session-idle"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runCLI(t, "", tc.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.stderrHas) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tc.stderrHas)
+			}
+		})
+	}
+}
+
+func TestNormalOrigin(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://localhost:8080":   "http://localhost:8080",
+		"HTTP://LocalHost:80":     "http://localhost",
+		"https://a.example:443/":  "https://a.example",
+		"http://[::1]:9":          "http://[::1]:9",
+		"vscode-webview://abc123": "vscode-webview://abc123",
+		"null":                    "",
+		"http://a.example/path":   "",
+		"http://u@a.example":      "",
+		"a.example:80":            "",
+		"http://a.example?q":      "",
+	} {
+		got, ok := normalOrigin(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("normalOrigin(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
