@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/mcpstdio"
 )
 
 // mcpTokenVar is the environment variable that holds the bearer token of
@@ -293,9 +294,16 @@ func callTool(ctx context.Context, reg *host.ToolRegistry, req *mcp.CallToolRequ
 }
 
 // serveStdio serves one session over stdin and stdout until the client
-// closes stdin or ctx is canceled.
+// closes stdin or ctx is canceled. A line that is not a JSON-RPC message
+// is answered with a JSON-RPC error, and the session goes on.
 func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer) error {
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	t := &mcpstdio.Transport{
+		R:          io.NopCloser(stdin),
+		W:          nopWriteCloser{stdout},
+		Peer:       "the client",
+		MaxMessage: mcp.DefaultMaxLineLength,
+		Answer:     true,
+	}
 	session, err := server.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)

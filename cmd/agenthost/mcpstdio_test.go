@@ -218,3 +218,34 @@ func TestMCPStdioUndeclared(t *testing.T) {
 		t.Errorf("tools/list after them: %+v", r)
 	}
 }
+
+// TestMCPStdioMalformed checks that a line that is not a JSON-RPC message
+// is answered with a JSON-RPC error whose id is null, and that the session
+// goes on: the next request is answered.
+func TestMCPStdioMalformed(t *testing.T) {
+	exe, plugins := builtAgenthost(t)
+	s := startRaw(t, exe, plugins)
+	s.initialize("2025-06-18")
+	lines := map[string]struct {
+		line string
+		code int
+	}{
+		"not JSON":          {`this is not JSON`, -32700},
+		"cut short":         {`{"jsonrpc":"2.0","id":1,`, -32700},
+		"batch cut short":   {`[1,`, -32700},
+		"a number":          {`42`, -32600},
+		"not JSON-RPC":      {`{"hello":"world"}`, -32600},
+		"another version":   {`{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, -32600},
+		"method not a text": {`{"jsonrpc":"2.0","id":1,"method":3}`, -32600},
+		"empty batch":       {`[]`, -32600},
+	}
+	for name, tc := range lines {
+		r := s.roundTrip(tc.line)
+		if r.Error == nil || r.Error.Code != tc.code || string(r.ID) != "null" {
+			t.Errorf("%s: id %s, error %+v; want id null, code %d", name, r.ID, r.Error, tc.code)
+		}
+		if r := s.roundTrip(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`); r.Error != nil || string(r.ID) != "7" {
+			t.Fatalf("%s: the next call: %+v", name, r)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/mcpstdio"
 )
 
 // maxMessageSize bounds one message from a server, as a line on stdio or
@@ -21,7 +23,7 @@ const maxMessageSize = 64<<20 + 1<<20
 // and w when it ends; closing r must end a Read under way, as it does for
 // an *os.File or an *io.PipeReader.
 func Stdio(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-	return &stdioTransport{r: r, w: w}
+	return &mcpstdio.Transport{R: r, W: w, Peer: "the server", MaxMessage: maxMessageSize}
 }
 
 // HTTP is MCP's streamable HTTP transport to url, the server's MCP

@@ -1,4 +1,4 @@
-package mcpsource
+package mcpstdio
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ func stdioPipes(t *testing.T) (*stdioConn, *io.PipeWriter, *bufio.Scanner) {
 	t.Helper()
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
-	conn, err := Stdio(clientIn, clientOut).Connect(t.Context())
+	conn, err := (&Transport{R: clientIn, W: clientOut, Peer: "the server", MaxMessage: 64 << 20}).Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestDecodeMessage(t *testing.T) {
 		` {"id":6, "jsonrpc":"2.0", "result":[]} `,
 	}
 	for _, line := range valid {
-		got, err := decodeMessage([]byte(line))
+		got, err := decodeMessage([]byte(line), "the server")
 		if err != nil {
 			t.Errorf("%s: %v", line, err)
 			continue
@@ -90,7 +90,7 @@ func TestDecodeMessage(t *testing.T) {
 		"error not an object": `{"jsonrpc":"2.0","id":1,"error":"bad"}`,
 	}
 	for name, line := range invalid {
-		if msg, err := decodeMessage([]byte(line)); err == nil {
+		if msg, err := decodeMessage([]byte(line), "the server"); err == nil {
 			t.Errorf("%s: %s decoded to %s", name, line, encoded(t, msg))
 		}
 	}
@@ -226,5 +226,37 @@ func TestStdioWrite(t *testing.T) {
 	cancel()
 	if err := conn.Write(ctx, &jsonrpc.Request{Method: "x"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a Write under a canceled context: %v", err)
+	}
+}
+
+func TestStdioAnswer(t *testing.T) {
+	t.Parallel()
+	conn, peer, lines := stdioPipes(t)
+	conn.answer = true
+	go io.WriteString(peer, "not JSON\n"+`{"id":1}`+"\n[]\n"+`{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n")
+	want := []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`,
+	}
+	read := make(chan string, 1)
+	go func() {
+		msg, err := conn.Read(t.Context())
+		if err != nil {
+			read <- err.Error()
+			return
+		}
+		read <- encoded(t, msg)
+	}()
+	for i, w := range want {
+		if !lines.Scan() {
+			t.Fatalf("answer %d: the lines ended: %v", i, lines.Err())
+		}
+		if lines.Text() != w {
+			t.Errorf("answer %d = %s, want %s", i, lines.Text(), w)
+		}
+	}
+	if got := <-read; got != `{"jsonrpc":"2.0","id":2,"method":"ping"}` {
+		t.Errorf("the message after them: %s", got)
 	}
 }

@@ -1,4 +1,6 @@
-package mcpsource
+// Package mcpstdio is MCP's stdio transport, for either end of a
+// session: one JSON-RPC message (or a batch) a line, each way.
+package mcpstdio
 
 import (
 	"bufio"
@@ -15,22 +17,42 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// stdioTransport is MCP's stdio transport: one JSON-RPC message (or a
-// batch) a line, each way. It is the SDK's IOTransport less what a call
-// does not need: the SDK decodes each message it reads twice (as a batch,
+// Transport is MCP's stdio transport. It is the SDK's IOTransport less
+// what a call does not need, and less its end of the session at the
+// first line that is not a message: the SDK decodes each message it reads twice (as a batch,
 // then as a message) with a JSON decoder that allocates 32 KiB for every
 // value it decodes, however small, and hands each message from a goroutine
 // of its own to the one that reads. Here a line is read into a buffer that
 // is kept, decoded once with encoding/json, by the goroutine that reads.
-type stdioTransport struct {
-	r io.ReadCloser
-	w io.WriteCloser
+type Transport struct {
+	// R is read for the peer's messages and W written with ours. The
+	// session closes both when it ends; closing R must end a Read under
+	// way, as it does for an *os.File or an *io.PipeReader.
+	R io.ReadCloser
+	W io.WriteCloser
+
+	// Peer names the other end in errors, as "the server" or "the
+	// client".
+	Peer string
+
+	// MaxMessage bounds one line with its newline; a longer one ends
+	// the session.
+	MaxMessage int
+
+	// Answer makes a line that is not a JSON-RPC message no end of the
+	// session: it is answered with a JSON-RPC error, -32700 (Parse
+	// error) when it is not JSON and -32600 (Invalid Request) when it
+	// is JSON but not a message, and the next line is read. A server's
+	// end sets it; a client's end leaves it unset, as a server that
+	// writes such a line is broken.
+	Answer bool
 }
 
-var _ mcp.Transport = (*stdioTransport)(nil)
+var _ mcp.Transport = (*Transport)(nil)
 
-func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &stdioConn{in: bufio.NewReaderSize(t.r, readBuffer), max: maxMessageSize, r: t.r, w: t.w}, nil
+// Connect returns the session's connection.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	return &stdioConn{in: bufio.NewReaderSize(t.R, readBuffer), max: t.MaxMessage, peer: t.Peer, answer: t.Answer, r: t.R, w: t.W}, nil
 }
 
 const (
@@ -45,11 +67,13 @@ const (
 // stdioConn is one session's stdio connection. The SDK reads from one
 // goroutine, and may write from many, and close from any.
 type stdioConn struct {
-	r     io.ReadCloser
-	in    *bufio.Reader
-	max   int               // the longest line, with its newline
-	long  []byte            // a line longer than in's buffer, gathered
-	queue []jsonrpc.Message // the messages of a batch not yet read
+	r      io.ReadCloser
+	in     *bufio.Reader
+	max    int               // the longest line, with its newline
+	peer   string            // the other end, as errors name it
+	answer bool              // see Transport.Answer
+	long   []byte            // a line longer than in's buffer, gathered
+	queue  []jsonrpc.Message // the messages of a batch not yet read
 
 	writeMu sync.Mutex
 	w       io.WriteCloser
@@ -83,19 +107,51 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, err
 		}
 		line = bytes.TrimSpace(line)
-		switch {
-		case len(line) == 0:
+		if len(line) == 0 {
 			continue
-		case line[0] == '[':
-			msgs, err := decodeBatch(line)
-			if err != nil {
-				return nil, err
-			}
+		}
+		msgs, err := c.decode(line)
+		if err == nil {
 			c.queue = msgs[1:]
 			return msgs[0], nil
 		}
-		return decodeMessage(line)
+		if !c.answer {
+			return nil, err
+		}
+		if err := c.answerInvalid(line); err != nil {
+			return nil, err
+		}
 	}
+}
+
+// decode decodes a line: a message, or a batch of them.
+func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
+	if line[0] == '[' {
+		return decodeBatch(line, c.peer)
+	}
+	msg, err := decodeMessage(line, c.peer)
+	if err != nil {
+		return nil, err
+	}
+	return []jsonrpc.Message{msg}, nil
+}
+
+// answerInvalid answers a line that is not a message, as JSON-RPC says:
+// with an error whose id is null, since the line's id cannot be trusted.
+func (c *stdioConn) answerInvalid(line []byte) error {
+	wireErr := jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request"}
+	if !json.Valid(line) {
+		wireErr = jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "Parse error"}
+	}
+	data, err := json.Marshal(struct {
+		Version string         `json:"jsonrpc"`
+		ID      *int           `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", nil, &wireErr})
+	if err != nil {
+		return err
+	}
+	return c.writeLine(data)
 }
 
 // readLine reads the next line, up to c.max bytes with its newline. The
@@ -108,7 +164,7 @@ func (c *stdioConn) readLine() ([]byte, error) {
 	for {
 		chunk, err := c.in.ReadSlice('\n')
 		if len(c.long)+len(chunk) > c.max {
-			return nil, fmt.Errorf("the server sent a message longer than %d bytes", c.max)
+			return nil, fmt.Errorf("%s sent a message longer than %d bytes", c.peer, c.max)
 		}
 		switch {
 		case err == nil && len(c.long) == 0:
@@ -128,17 +184,17 @@ func (c *stdioConn) readLine() ([]byte, error) {
 }
 
 // decodeBatch decodes a JSON-RPC batch: an array of messages.
-func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
+func decodeBatch(line []byte, peer string) ([]jsonrpc.Message, error) {
 	var batch []json.RawMessage
 	if err := json.Unmarshal(line, &batch); err != nil {
 		return nil, err
 	}
 	if len(batch) == 0 {
-		return nil, errors.New("the server sent an empty batch")
+		return nil, fmt.Errorf("%s sent an empty batch", peer)
 	}
 	msgs := make([]jsonrpc.Message, len(batch))
 	for i, raw := range batch {
-		msg, err := decodeMessage(raw)
+		msg, err := decodeMessage(raw, peer)
 		if err != nil {
 			return nil, err
 		}
@@ -151,14 +207,14 @@ func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
 // (or notification) when it has a method, a response otherwise; member
 // names match exactly, not regardless of case. The message does not
 // share memory with data.
-func decodeMessage(data []byte) (jsonrpc.Message, error) {
+func decodeMessage(data []byte, peer string) (jsonrpc.Message, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil {
 		return nil, err
 	}
 	var version string
 	if err := json.Unmarshal(members["jsonrpc"], &version); err != nil || version != "2.0" {
-		return nil, errors.New(`the server sent a message that is not JSON-RPC 2.0 (its "jsonrpc" is not "2.0")`)
+		return nil, fmt.Errorf(`%s sent a message that is not JSON-RPC 2.0 (its "jsonrpc" is not "2.0")`, peer)
 	}
 	var rawID any
 	if raw, ok := members["id"]; ok {
@@ -178,7 +234,7 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		return &jsonrpc.Request{ID: id, Method: method, Params: members["params"]}, nil
 	}
 	if !id.IsValid() {
-		return nil, errors.New("the server sent a response without an id")
+		return nil, fmt.Errorf("%s sent a response without an id", peer)
 	}
 	resp := &jsonrpc.Response{ID: id, Result: members["result"]}
 	if raw := members["error"]; raw != nil && string(raw) != "null" {
@@ -200,9 +256,14 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
+	return c.writeLine(data)
+}
+
+// writeLine writes data and a newline, as one write.
+func (c *stdioConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err = c.w.Write(append(data, '\n'))
+	_, err := c.w.Write(append(data, '\n'))
 	return err
 }
 
