@@ -38,7 +38,12 @@ Commands:
   mcp [--http ADDR]            serve the enabled tools to MCP clients over stdio,
                                or streamable HTTP at ADDR/mcp (loopback unless a
                                host is given; --token or $AGENTHOST_MCP_TOKEN sets
-                               a bearer token, required off loopback)
+                               a bearer token, required off loopback). Web pages
+                               are refused (403) unless --allow-origin ORIGIN
+                               lists theirs (repeatable; * allows any page, which
+                               is unsafe); --max-sessions N (default 1000) caps
+                               open sessions, a new one over it gets 503;
+                               --session-idle D (default 10m) closes idle ones
   trust [FILE]                 trust this directory's agenthost.json (or FILE) as
                                it is now: a project's configuration can start
                                programs, so agenthost reads it only once trusted
