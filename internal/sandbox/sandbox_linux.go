@@ -177,24 +177,48 @@ func Start(cmd *exec.Cmd, p *Policy) (release func(), err error) {
 	done := make(chan error, 1)
 	released := make(chan struct{})
 	keep := cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0
-	go func() {
+	goLocked(func() {
 		// The thread is never unlocked: once restricted, it must run
 		// nothing else, and the runtime ends a thread whose goroutine
 		// returns while locked to it. Threads the runtime makes later are
 		// made by its template thread, not by this one, so they start
 		// unrestricted.
-		runtime.LockOSThread()
 		err := startRestricted(cmd, ruleset)
 		done <- err
 		if err == nil && keep {
 			<-released
 		}
-	}()
+	})
 	if err := <-done; err != nil {
 		return nil, err
 	}
 	var once sync.Once
 	return func() { once.Do(func() { close(released) }) }, nil
+}
+
+// goLocked runs f on a new goroutine locked to an OS thread that is not
+// the process's main thread. The main thread is the thread-group leader:
+// restricted, it would put the host itself in the sandbox's domain, and a
+// sandboxed process may signal a process of its own domain (Landlock's
+// signal scoping looks at the leader). A goroutine that lands on the main
+// thread keeps it, so that f's goroutine cannot, until f's goroutine is
+// locked to a thread of its own; then it lets the main thread go.
+func goLocked(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			f()
+			return
+		}
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			f()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
 }
 
 // startRestricted restricts the calling thread to ruleset and starts cmd
