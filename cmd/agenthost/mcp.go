@@ -33,6 +33,7 @@ type mcpFlags struct {
 	allowOrigins originList
 	maxSessions  int
 	sessionIdle  time.Duration
+	stateless    bool
 	// addr is --http with its host filled in: what the server listens on.
 	addr string
 }
@@ -42,13 +43,14 @@ type mcpFlags struct {
 func mcpCommand() *command {
 	f := &mcpFlags{}
 	return &command{
-		usage: "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D]]",
+		usage: "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
 			fs.Var(&f.allowOrigins, "allow-origin", "also accept requests from web pages of `ORIGIN` (scheme://host[:port]; repeatable); * accepts every origin, which lets any web page the user visits call the tools")
 			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "refuse a new session over `N` open ones (HTTP 503)")
 			fs.DurationVar(&f.sessionIdle, "session-idle", defaultSessionIdle, "close a session after `D` without requests")
+			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests and per-session state")
 		},
 		prepare: f.check,
 		run: func(ctx context.Context, env *env, args []string) error {

@@ -64,6 +64,8 @@ func (l *originList) Set(s string) error {
 func (f *mcpFlags) checkHTTP() error {
 	if f.http == "" {
 		switch {
+		case f.stateless:
+			return usagef("mcp: --stateless needs --http")
 		case len(f.allowOrigins) > 0:
 			return usagef("mcp: --allow-origin needs --http")
 		case f.maxSessions != defaultMaxSessions:
@@ -72,6 +74,14 @@ func (f *mcpFlags) checkHTTP() error {
 			return usagef("mcp: --session-idle needs --http")
 		}
 		return nil
+	}
+	if f.stateless {
+		switch {
+		case f.maxSessions != defaultMaxSessions:
+			return usagef("mcp: --max-sessions with --stateless: a stateless server keeps no sessions")
+		case f.sessionIdle != defaultSessionIdle:
+			return usagef("mcp: --session-idle with --stateless: a stateless server keeps no sessions")
+		}
 	}
 	if f.maxSessions < 1 {
 		return usagef("mcp: --max-sessions %d: must be at least 1", f.maxSessions)
@@ -115,7 +125,13 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 
 // newHTTPHandler is the whole HTTP side of agenthost mcp --http, for a
 // server listening at addr: the Origin check, the bearer token, the
-// session limit and JSON-RPC error bodies around the SDK's handler.
+// session limit and JSON-RPC error bodies around the SDK's handlers.
+//
+// The SDK serves protocol versions from 2026-07-28 on, which have no
+// sessions, only with a stateless handler, and the older ones with
+// sessions only with a stateful one: each request goes to the handler of
+// its version, so every version the SDK supports is served. With
+// --stateless every request goes to the stateless handler.
 func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) http.Handler {
 	maxSessions, idle := f.maxSessions, f.sessionIdle
 	if maxSessions == 0 {
@@ -124,14 +140,24 @@ func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) http.Handler
 	if idle == 0 {
 		idle = defaultSessionIdle
 	}
+	getServer := func(*http.Request) *mcp.Server { return server }
 	// The SDK refuses a request that reached a loopback address with a
 	// Host that is not a loopback name (DNS rebinding by Host); it is on
-	// by default and stays on.
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
-		PropagateRequestCancellation: true,
-		SessionTimeout:               idle,
-	})
-	h := &rpcHandler{next: sdk, server: server, max: maxSessions}
+	// by default and stays on in both handlers.
+	h := &rpcHandler{
+		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:                    true,
+			PropagateRequestCancellation: true,
+		}),
+		server: server,
+		max:    maxSessions,
+	}
+	if !f.stateless {
+		h.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			PropagateRequestCancellation: true,
+			SessionTimeout:               idle,
+		})
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/{$}", h)
@@ -234,14 +260,17 @@ func ownOrigins(addr net.Addr) []string {
 	return origins
 }
 
-// rpcHandler wraps the SDK's streamable HTTP handler: it answers in
-// JSON-RPC what the SDK answers in plain text, refuses a request without
-// a session that is not an initialize, and holds the open sessions to
-// max.
+// rpcHandler wraps the SDK's streamable HTTP handlers: it answers in
+// JSON-RPC what the SDK answers in plain text, sends a request of protocol
+// 2026-07-28 or later to the stateless handler and the rest to the
+// stateful one, refuses a request without a session that is not an
+// initialize, and holds the open sessions to max. Without a stateful
+// handler (--stateless), every request goes to the stateless one.
 type rpcHandler struct {
-	next   http.Handler
-	server *mcp.Server
-	max    int
+	stateful  http.Handler // nil with --stateless
+	stateless http.Handler
+	server    *mcp.Server
+	max       int
 
 	mu   sync.Mutex
 	open int // sessions open, or being initialized
@@ -251,7 +280,11 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tw := &textErrors{ResponseWriter: w}
 	defer tw.finish()
 	if r.Method != http.MethodPost {
-		h.next.ServeHTTP(tw, r)
+		if h.stateful == nil {
+			h.stateless.ServeHTTP(tw, r)
+			return
+		}
+		h.stateful.ServeHTTP(tw, r)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
@@ -272,15 +305,13 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	tw.id = singleCallID(msgs)
 
-	if r.Header.Get(sessionIDHeader) != "" {
-		h.next.ServeHTTP(tw, r)
-		return
-	}
-	switch sessionKind(r, msgs) {
-	case "initialize":
+	switch {
+	case h.stateful == nil, sessionless(r, msgs):
+		h.stateless.ServeHTTP(tw, r)
+	case r.Header.Get(sessionIDHeader) != "":
+		h.stateful.ServeHTTP(tw, r)
+	case hasInitialize(msgs):
 		h.initialize(tw, r)
-	case "sessionless":
-		h.next.ServeHTTP(tw, r)
 	default:
 		writeRPCError(w, http.StatusBadRequest, tw.id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
@@ -300,7 +331,7 @@ func (h *rpcHandler) initialize(tw *textErrors, r *http.Request) {
 	h.open++
 	h.mu.Unlock()
 
-	h.next.ServeHTTP(tw, r)
+	h.stateful.ServeHTTP(tw, r)
 	if id := tw.Header().Get(sessionIDHeader); id != "" {
 		for ss := range h.server.Sessions() {
 			if ss.ID() == id {
@@ -354,28 +385,38 @@ func singleCallID(msgs []jsonrpc.Message) jsonrpc.ID {
 	return jsonrpc.ID{}
 }
 
-// sessionKind tells what a POST without Mcp-Session-Id is: "initialize"
-// starts a session; "sessionless" is one of the protocol's requests that
-// need none (server/discover, or a version from 2026-07-28 on, which the
-// SDK answers); anything else ("") needs a session.
-func sessionKind(r *http.Request, msgs []jsonrpc.Message) string {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
-		return "sessionless"
+// sessionless reports whether a POST is one of the protocol's requests
+// without a session, which the SDK serves only statelessly: a version from
+// 2026-07-28 on in the Mcp-Protocol-Version header or a request's _meta,
+// or server/discover outside a session. The SDK's stateful handler
+// refuses the first two and leaves those versions out of the third's
+// answer.
+func sessionless(r *http.Request, msgs []jsonrpc.Message) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= firstSessionless {
+		return true
 	}
-	kind := ""
 	for _, m := range msgs {
-		req, ok := m.(*jsonrpc.Request)
-		if !ok {
-			continue
-		}
-		switch {
-		case req.Method == "initialize":
-			kind = "initialize"
-		case req.Method == "server/discover", hasMetaVersion(req.Params):
-			return "sessionless"
+		if req, ok := m.(*jsonrpc.Request); ok {
+			if hasMetaVersion(req.Params) || (req.Method == "server/discover" && r.Header.Get(sessionIDHeader) == "") {
+				return true
+			}
 		}
 	}
-	return kind
+	return false
+}
+
+// firstSessionless is the first protocol version without sessions
+// (SEP-2575).
+const firstSessionless = "2026-07-28"
+
+// hasInitialize reports whether msgs hold an initialize request.
+func hasInitialize(msgs []jsonrpc.Message) bool {
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
+			return true
+		}
+	}
+	return false
 }
 
 // hasMetaVersion reports whether params carry the per-request protocol

@@ -10,16 +10,27 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/sdk"
 )
 
-// startHTTPServer runs serveHTTP in-process on a loopback port and returns
-// its /mcp URL; the server stops when the test ends.
+// startHTTPServer runs serveHTTP in-process on a loopback port, with a
+// registry of its own that holds an in-process echo tool, and returns its
+// /mcp URL; the server stops when the test ends.
 func startHTTPServer(t *testing.T, f *mcpFlags) string {
 	t.Helper()
 	if f.addr == "" {
 		f.addr = "127.0.0.1:0"
 	}
 	reg := host.NewToolRegistry(nil)
+	echo := sdk.NewTool(sdk.Info{Name: "echo", Description: "Echo the text."},
+		func(_ context.Context, in struct {
+			Text string `json:"text"`
+		}) (string, error) {
+			return in.Text, nil
+		})
+	if err := reg.Register(echo); err != nil {
+		t.Fatal(err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	stderr, served := newLineWriter(), make(chan error, 1)
 	go func() { served <- serveHTTP(ctx, newMCPServer(reg), f, stderr) }()
@@ -256,14 +267,17 @@ func TestMCPHTTPFlags(t *testing.T) {
 		args      []string
 		stderrHas string
 	}{
-		"origin with a path":    {[]string{"mcp", "--http", "0", "--allow-origin", "http://a.example/x"}, `invalid value "http://a.example/x" for flag -allow-origin: "http://a.example/x" is not an origin (scheme://host[:port], or *)`},
-		"origin without scheme": {[]string{"mcp", "--http", "0", "--allow-origin", "a.example"}, "is not an origin"},
-		"origin without http":   {[]string{"mcp", "--allow-origin", "http://a.example"}, "mcp: --allow-origin needs --http"},
-		"no sessions":           {[]string{"mcp", "--http", "0", "--max-sessions", "0"}, "mcp: --max-sessions 0: must be at least 1"},
-		"max without http":      {[]string{"mcp", "--max-sessions", "5"}, "mcp: --max-sessions needs --http"},
-		"zero idle":             {[]string{"mcp", "--http", "0", "--session-idle", "0s"}, "mcp: --session-idle 0s: must be positive"},
-		"idle without http":     {[]string{"mcp", "--session-idle", "1m"}, "mcp: --session-idle needs --http"},
-		"bad idle":              {[]string{"mcp", "--http", "0", "--session-idle", "soon"}, "session-idle"},
+		"origin with a path":     {[]string{"mcp", "--http", "0", "--allow-origin", "http://a.example/x"}, `invalid value "http://a.example/x" for flag -allow-origin: "http://a.example/x" is not an origin (scheme://host[:port], or *)`},
+		"origin without scheme":  {[]string{"mcp", "--http", "0", "--allow-origin", "a.example"}, "is not an origin"},
+		"origin without http":    {[]string{"mcp", "--allow-origin", "http://a.example"}, "mcp: --allow-origin needs --http"},
+		"no sessions":            {[]string{"mcp", "--http", "0", "--max-sessions", "0"}, "mcp: --max-sessions 0: must be at least 1"},
+		"max without http":       {[]string{"mcp", "--max-sessions", "5"}, "mcp: --max-sessions needs --http"},
+		"zero idle":              {[]string{"mcp", "--http", "0", "--session-idle", "0s"}, "mcp: --session-idle 0s: must be positive"},
+		"idle without http":      {[]string{"mcp", "--session-idle", "1m"}, "mcp: --session-idle needs --http"},
+		"bad idle":               {[]string{"mcp", "--http", "0", "--session-idle", "soon"}, "session-idle"},
+		"stateless without http": {[]string{"mcp", "--stateless"}, "mcp: --stateless needs --http"},
+		"stateless max":          {[]string{"mcp", "--http", "0", "--stateless", "--max-sessions", "5"}, "mcp: --max-sessions with --stateless: a stateless server keeps no sessions"},
+		"stateless idle":         {[]string{"mcp", "--http", "0", "--stateless", "--session-idle", "1m"}, "mcp: --session-idle with --stateless: a stateless server keeps no sessions"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runCLI(t, "", tc.args...)
