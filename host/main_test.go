@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -149,16 +148,7 @@ func atoi(t *testing.T, s string) int {
 }
 
 // alive reports whether pid is a live process (not gone, not a zombie).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
+func alive(pid int) bool { return plugintest.Alive(pid) }
 
 // waitGone waits until pid is no longer a live process, and fails the test
 // if it stays.
@@ -172,13 +162,7 @@ func waitGone(t *testing.T, pid int, what string) {
 // pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	plugintest.Eventually(t, what, cond)
 }
 
 // readLines reads "KEY value" lines from the helper until it has every key.

@@ -60,6 +60,9 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 		proc.pluginEnv, proc.allowInsecure, proc.sandbox = r.pluginEnv, r.allowInsecure, r.sandbox
 		proc.perms = r.sandbox.granted(proc.path, sdk.Permissions{}, proc.grant)
 		procs[i] = proc
+		if errs[i] = validMCPName(srv.Name); errs[i] != nil {
+			continue
+		}
 		id, err := srv.identity()
 		if err != nil {
 			errs[i] = err
@@ -87,11 +90,6 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 
 	reports := make([]PluginReport, len(servers))
 	for i, proc := range procs {
-		if errs[i] == nil {
-			if err := validMCPName(servers[i].Name); err != nil {
-				errs[i] = err
-			}
-		}
 		reports[i] = r.adopt(proc, descs[i], errs[i])
 		reports[i].Cached = cached[i]
 		reports[i].Launched = launched[i]
@@ -587,20 +585,7 @@ func (p *toolSource) mcpCallError(ctx context.Context, inst *instance, err error
 	if errors.As(err, &rpcErr) && !inst.dead() {
 		return fmt.Errorf("%s answered: %s", p.what(), rpcErr.Message)
 	}
-	if inst.runner != nil {
-		select {
-		case <-inst.runner.done:
-		case <-time.After(250 * time.Millisecond):
-		}
-		if dead, _ := inst.runner.exited(); dead {
-			p.drop(inst, "exited during a call"+inst.exitReason())
-			p.logger.Warn("MCP server died during a call; the next call starts it again", "error", err)
-			return fmt.Errorf("%s exited during the call%s", p.what(), inst.exitReason())
-		}
-	}
-	p.drop(inst, "stopped answering: "+err.Error())
-	p.logger.Warn("MCP server stopped answering during a call; the next call starts it again", "error", err)
-	return fmt.Errorf("%s stopped answering: %v", p.what(), err)
+	return p.lostDuringCall(inst, err.Error(), err)
 }
 
 // onToolsChanged is the server's notifications/tools/list_changed.

@@ -2,7 +2,6 @@ package host_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,23 +47,7 @@ func marked(t *testing.T, srv *host.MCPServer) string {
 // serverPIDs lists the live processes whose environment holds mark.
 func serverPIDs(t *testing.T, mark string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte(markVar + "=" + mark + "\x00")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !alive(pid) {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, want) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return plugintest.Processes(t, markVar+"="+mark)
 }
 
 // onePID is the one process marked mark.

@@ -162,20 +162,7 @@ func (p *toolSource) callError(ctx context.Context, inst *instance, err error) e
 	if st.Code() != codes.Unavailable && st.Code() != codes.Canceled && !inst.client.Exited() {
 		return fmt.Errorf("plugin %s: %s", p.name, st.Message())
 	}
-	// Give the process a moment to be reaped, so the message can say how
-	// it ended.
-	select {
-	case <-inst.runner.done:
-	case <-time.After(250 * time.Millisecond):
-	}
-	if dead, _ := inst.runner.exited(); dead {
-		p.drop(inst, "exited during a call"+inst.exitReason())
-		p.logger.Warn("plugin died during a call; the next call starts it again", "error", err)
-		return fmt.Errorf("plugin %s exited during the call%s", p.name, inst.exitReason())
-	}
-	p.drop(inst, "stopped answering: "+st.Message())
-	p.logger.Warn("plugin stopped answering during a call; the next call starts it again", "error", err)
-	return fmt.Errorf("plugin %s stopped answering: %s", p.name, st.Message())
+	return p.lostDuringCall(inst, st.Message(), err)
 }
 
 // hostService starts, once per instance, the Host service that answers the

@@ -422,6 +422,27 @@ func (p *toolSource) probe(inst *instance, deadline bool) {
 	}()
 }
 
+// lostDuringCall drops inst after a call that failed because the
+// connection to it broke, and says why: its process exited (how, once it
+// is reaped, which it is given a moment for), or it stopped answering
+// (detail). The next call starts a new instance.
+func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) error {
+	if inst.runner != nil {
+		select {
+		case <-inst.runner.done:
+		case <-time.After(250 * time.Millisecond):
+		}
+		if dead, _ := inst.runner.exited(); dead {
+			p.drop(inst, "exited during a call"+inst.exitReason())
+			p.logger.Warn(p.kind()+" died during a call; the next call starts it again", "error", err)
+			return fmt.Errorf("%s exited during the call%s", p.what(), inst.exitReason())
+		}
+	}
+	p.drop(inst, "stopped answering: "+detail)
+	p.logger.Warn(p.kind()+" stopped answering during a call; the next call starts it again", "error", err)
+	return fmt.Errorf("%s stopped answering: %s", p.what(), detail)
+}
+
 // bounded returns a context that ends after d, or when the source is
 // closed.
 func (p *toolSource) bounded(d time.Duration) (context.Context, context.CancelFunc) {

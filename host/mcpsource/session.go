@@ -1,6 +1,7 @@
 package mcpsource
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,10 +234,11 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	return text, res.IsError, nil
 }
 
-// isObject reports whether raw is one valid JSON object.
+// isObject reports whether raw is one valid JSON object. It is on every
+// call's path, so it checks without decoding.
 func isObject(raw json.RawMessage) bool {
-	var obj map[string]json.RawMessage
-	return json.Unmarshal(raw, &obj) == nil && obj != nil
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(raw)
 }
 
 // Ping checks that the server answers.
