@@ -297,13 +297,40 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "failed to read the body")
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	msgs, status, code, msg := parseBody(body)
+	msgs, raws, status, code, msg := parseBody(body)
 	if code != 0 {
 		writeRPCError(w, status, jsonrpc.ID{}, code, msg)
 		return
 	}
 	tw.id = singleCallID(msgs)
+	// JSON-RPC answers no notification, and a server ignores one it does
+	// not know; the streamable HTTP transport answers a POST of accepted
+	// notifications 202 with no body. The SDK refuses (400) a notification
+	// of a method it does not receive as one: those, once found well
+	// formed, are taken out of a batch with other messages, and a body of
+	// nothing else goes to the SDK as it is, for its checks of the request
+	// (session, headers, protocol version, batching), which end in the
+	// refusal of the first message that textErrors turns into 202.
+	for i, m := range msgs {
+		if !unknownNotification(m) {
+			continue
+		}
+		if why := malformedNotification(raws[i]); why != "" {
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, why)
+			return
+		}
+	}
+	switch keptMsgs, keptRaws := withoutUnknown(msgs, raws); {
+	case len(keptMsgs) == 0:
+		tw.ignored = true
+	case len(keptMsgs) < len(msgs):
+		// A batch of the rest, as the SDK allows batches only in early
+		// protocol versions.
+		msgs = keptMsgs
+		body, _ = json.Marshal(keptRaws)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 
 	switch {
 	case h.stateful == nil, sessionless(r, msgs):
@@ -352,27 +379,88 @@ func (h *rpcHandler) release() {
 	h.mu.Unlock()
 }
 
-// parseBody decodes a POST body: one JSON-RPC message or a batch. A
-// nonzero code says why it is not one, with the HTTP status to answer.
-func parseBody(body []byte) (msgs []jsonrpc.Message, status int, code int64, msg string) {
+// parseBody decodes a POST body: one JSON-RPC message or a batch, each
+// message with its JSON. A nonzero code says why it is not one, with the
+// HTTP status to answer.
+func parseBody(body []byte) (msgs []jsonrpc.Message, raws []json.RawMessage, status int, code int64, msg string) {
 	body = bytes.TrimSpace(body)
 	if !json.Valid(body) {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "Parse error"
+		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "Parse error"
 	}
-	raws := []json.RawMessage{body}
+	raws = []json.RawMessage{body}
 	if body[0] == '[' {
-		if err := json.Unmarshal(body, &raws); err != nil || len(raws) == 0 {
-			return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch"
+		// Into a new slice: unmarshaled into raws, the first message would
+		// be copied over body.
+		var batch []json.RawMessage
+		if err := json.Unmarshal(body, &batch); err != nil || len(batch) == 0 {
+			return nil, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch"
 		}
+		raws = batch
 	}
 	for _, raw := range raws {
 		m, err := jsonrpc.DecodeMessage(raw)
 		if err != nil {
-			return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message"
+			return nil, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message"
 		}
 		msgs = append(msgs, m)
 	}
-	return msgs, 0, 0, ""
+	return msgs, raws, 0, 0, ""
+}
+
+// sdkNotifications are the notifications the SDK's server receives (its
+// serverMethodInfos, in mcp/server.go). The SDK refuses a message without
+// an id of any other method, a request's included.
+var sdkNotifications = map[string]bool{
+	"notifications/cancelled":          true,
+	"notifications/initialized":        true,
+	"notifications/progress":           true,
+	"notifications/roots/list_changed": true,
+}
+
+// unknownNotification reports whether m is a notification the SDK does
+// not receive: one the server ignores.
+func unknownNotification(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	return ok && !req.IsCall() && !sdkNotifications[req.Method]
+}
+
+// malformedNotification says why raw, a message the jsonrpc package
+// decodes as a notification, is not a well-formed one, or returns "": it
+// has no id (MCP allows no null id), no result or error, a method, and
+// params, if any, that are an object (or null, which the SDK takes for
+// none).
+func malformedNotification(raw json.RawMessage) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return "Invalid Request: not a JSON-RPC 2.0 message"
+	}
+	if _, ok := members["id"]; ok {
+		return "Invalid Request: an id must be a string or an integer"
+	}
+	var method string
+	_, result := members["result"]
+	_, failure := members["error"]
+	if result || failure || json.Unmarshal(members["method"], &method) != nil || method == "" {
+		return "Invalid Request: not a JSON-RPC 2.0 message"
+	}
+	if params, ok := members["params"]; ok && params[0] != '{' && string(params) != "null" {
+		return "Invalid Request: params must be an object"
+	}
+	return ""
+}
+
+// withoutUnknown returns msgs, and raws (their JSON), without the unknown
+// notifications.
+func withoutUnknown(msgs []jsonrpc.Message, raws []json.RawMessage) ([]jsonrpc.Message, []json.RawMessage) {
+	var keptMsgs []jsonrpc.Message
+	var keptRaws []json.RawMessage
+	for i, m := range msgs {
+		if !unknownNotification(m) {
+			keptMsgs = append(keptMsgs, m)
+			keptRaws = append(keptRaws, raws[i])
+		}
+	}
+	return keptMsgs, keptRaws
 }
 
 // singleCallID is the id of the one call in msgs, or the null id.
@@ -409,10 +497,11 @@ func sessionless(r *http.Request, msgs []jsonrpc.Message) bool {
 // (SEP-2575).
 const firstSessionless = "2026-07-28"
 
-// hasInitialize reports whether msgs hold an initialize request.
+// hasInitialize reports whether msgs hold an initialize request (with an
+// id: without one, it is an unknown notification).
 func hasInitialize(msgs []jsonrpc.Message) bool {
 	for _, m := range msgs {
-		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "initialize" {
 			return true
 		}
 	}
@@ -452,10 +541,13 @@ func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64,
 // textErrors turns the SDK's plain-text error responses into JSON-RPC
 // error responses with the same status: 404 (no such session) into
 // codeSessionNotFound, a method the server does not have into
-// CodeMethodNotFound, the rest into CodeInvalidRequest.
+// CodeMethodNotFound, the rest into CodeInvalidRequest. For a body of
+// unknown notifications only, the SDK's refusal of their methods is 202
+// with no body instead: they are accepted, and ignored.
 type textErrors struct {
 	http.ResponseWriter
-	id jsonrpc.ID // the request's id, when it is one call
+	id      jsonrpc.ID // the request's id, when it is one call
+	ignored bool       // the body holds unknown notifications only
 
 	status int
 	text   bytes.Buffer
@@ -491,6 +583,13 @@ func (w *textErrors) finish() {
 		return
 	}
 	msg := strings.TrimSpace(w.text.String())
+	if w.ignored && w.status == http.StatusBadRequest && refusesMethod(msg) {
+		h := w.Header()
+		h.Del("Content-Type")
+		h.Del("X-Content-Type-Options")
+		w.ResponseWriter.WriteHeader(http.StatusAccepted)
+		return
+	}
 	code := int64(jsonrpc.CodeInvalidRequest)
 	switch {
 	case w.status == http.StatusNotFound:
@@ -502,6 +601,15 @@ func (w *textErrors) finish() {
 		msg = "Method not found: " + strings.TrimPrefix(msg, "JSON RPC not handled: ")
 	}
 	writeRPCError(w.ResponseWriter, w.status, w.id, code, msg)
+}
+
+// refusesMethod reports whether msg is the SDK's refusal of a message for
+// its method: one it does not receive ("JSON RPC not handled: \"m\"
+// unsupported"), or a request's without an id ("invalid request: missing
+// id for \"m\""). The SDK checks each message's method only after the
+// request itself (session, headers, protocol version, batching).
+func refusesMethod(msg string) bool {
+	return strings.HasPrefix(msg, "JSON RPC not handled: ") || strings.HasPrefix(msg, "invalid request: missing id for ")
 }
 
 // Interface guards.

@@ -6,17 +6,30 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/sdk"
 )
 
-// startHTTPServer runs serveHTTP in-process on a loopback port, with a
-// registry of its own that holds an in-process echo tool, and returns its
-// /mcp URL; the server stops when the test ends.
-func startHTTPServer(t *testing.T, f *mcpFlags) string {
+// testServer is serveHTTP running in-process on a loopback port (see
+// newTestServer).
+type testServer struct {
+	url  string
+	reg  *host.ToolRegistry
+	wait *waitTool
+	stop context.CancelFunc // cancels serveHTTP's context
+	done chan struct{}      // closed as serveHTTP returns
+	err  error              // what it returned, once done is closed
+}
+
+// newTestServer runs serveHTTP with a registry of its own that holds two
+// in-process tools, echo and wait; the server stops when the test ends.
+func newTestServer(t *testing.T, f *mcpFlags) *testServer {
 	t.Helper()
 	if f.addr == "" {
 		f.addr = "127.0.0.1:0"
@@ -31,24 +44,79 @@ func startHTTPServer(t *testing.T, f *mcpFlags) string {
 	if err := reg.Register(echo); err != nil {
 		t.Fatal(err)
 	}
+	s := &testServer{reg: reg, wait: newWaitTool(t, reg), done: make(chan struct{})}
 	ctx, stop := context.WithCancel(context.Background())
-	stderr, served := newLineWriter(), make(chan error, 1)
-	go func() { served <- serveHTTP(ctx, newMCPServer(reg), f, stderr) }()
+	s.stop = stop
+	stderr := newLineWriter()
+	go func() {
+		s.err = serveHTTP(ctx, newMCPServer(reg), f, stderr)
+		close(s.done)
+	}()
 	t.Cleanup(func() {
+		s.wait.open()
 		stop()
 		select {
-		case <-served:
+		case <-s.done:
 		case <-time.After(10 * time.Second):
 			t.Error("serveHTTP did not return")
 		}
 	})
 	select {
 	case line := <-stderr.lines:
-		return strings.TrimPrefix(line, "listening on ")
+		s.url = strings.TrimPrefix(line, "listening on ")
 	case <-time.After(10 * time.Second):
 		t.Fatal("no listening line")
 	}
-	return ""
+	return s
+}
+
+// startHTTPServer runs a testServer and returns its /mcp URL.
+func startHTTPServer(t *testing.T, f *mcpFlags) string {
+	t.Helper()
+	return newTestServer(t, f).url
+}
+
+// waitTool is the test server's tool "wait": each call waits until the
+// tool opens, or until its context ends.
+type waitTool struct {
+	started  chan struct{} // a value as each call starts
+	canceled chan struct{} // a value as each call ends by its context
+	gate     chan struct{} // closed as the tool opens
+	once     sync.Once
+}
+
+func newWaitTool(t *testing.T, reg *host.ToolRegistry) *waitTool {
+	w := &waitTool{started: make(chan struct{}, 64), canceled: make(chan struct{}, 64), gate: make(chan struct{})}
+	tool := sdk.NewTool(sdk.Info{Name: "wait", Description: "Wait until the test lets calls go."},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			w.started <- struct{}{}
+			select {
+			case <-w.gate:
+				return "done", nil
+			case <-ctx.Done():
+				w.canceled <- struct{}{}
+				return "", ctx.Err()
+			}
+		})
+	if err := reg.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// open lets every call of the tool, running or to come, return.
+func (w *waitTool) open() { w.once.Do(func() { close(w.gate) }) }
+
+// waitStarted waits for n calls to start.
+func (w *waitTool) waitStarted(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-w.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call of wait did not start")
+		}
+	}
 }
 
 // httpReply is what an HTTP request got.
@@ -62,9 +130,33 @@ type httpReply struct {
 // empty, with the headers the transport requires, then headers kv.
 func httpSend(t *testing.T, method, u, body string, kv ...string) httpReply {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
+	r, err := httpDo(t.Context(), method, u, body, kv...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r
+}
+
+// httpDo is httpSend for another goroutine than the test's.
+func httpDo(ctx context.Context, method, u, body string, kv ...string) (httpReply, error) {
+	resp, err := httpOpen(ctx, method, u, body, kv...)
+	if err != nil {
+		return httpReply{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return httpReply{}, err
+	}
+	return httpReply{resp.StatusCode, resp.Header, string(data)}, nil
+}
+
+// httpOpen makes the request of httpSend and returns the response with its
+// body unread, for an event stream.
+func httpOpen(ctx context.Context, method, u, body string, kv ...string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -75,16 +167,7 @@ func httpSend(t *testing.T, method, u, body string, kv ...string) httpReply {
 		}
 		req.Header.Set(kv[i], kv[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return httpReply{resp.StatusCode, resp.Header, string(data)}
+	return http.DefaultClient.Do(req)
 }
 
 // httpInitialize opens a session and returns its id.
@@ -211,6 +294,106 @@ func TestMCPHTTPErrors(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(r.body, `{"jsonrpc":"2.0","id":9,"result":{}}`) {
 		t.Errorf("ping: %d %s", r.status, r.body)
 	}
+}
+
+// TestMCPHTTPNotifications checks that a well-formed notification is
+// accepted (202, no body) whatever its method, in a session and without
+// one, and that the SDK still gets the notifications it knows.
+func TestMCPHTTPNotifications(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &mcpFlags{})
+	u := s.url
+	stateless := startHTTPServer(t, &mcpFlags{stateless: true})
+	session := httpInitialize(t, u)
+	const (
+		unknown   = `{"jsonrpc":"2.0","method":"notifications/whatever"}`
+		withMeta  = `{"jsonrpc":"2.0","method":"notifications/whatever","params":{"_meta":{"x":1}}}`
+		requestNo = `{"jsonrpc":"2.0","method":"tools/list"}` // a request's method, without an id: a notification
+		cancelled = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`
+		v0618     = "2025-06-18"
+	)
+	in := []string{"Mcp-Session-Id", session}
+	in0618 := []string{"Mcp-Session-Id", session, "Mcp-Protocol-Version", v0618}
+	modern := []string{"Mcp-Protocol-Version", newest}
+	for name, tc := range map[string]struct {
+		url, body string
+		kv        []string
+	}{
+		"unknown":                    {u, unknown, in},
+		"unknown, 2025-06-18":        {u, unknown, in0618},
+		"unknown with params":        {u, withMeta, in0618},
+		"request method":             {u, requestNo, in0618},
+		"known":                      {u, cancelled, in0618},
+		"batch of unknown":           {u, "[" + unknown + "," + requestNo + "]", in},
+		"batch of unknown and known": {u, "[" + unknown + "," + cancelled + "]", in},
+		"unknown, modern":            {u, unknown, modern},
+		"unknown, stateless":         {stateless, unknown, nil},
+		"unknown, stateless 06-18":   {stateless, unknown, []string{"Mcp-Protocol-Version", v0618}},
+		"request method, stateless":  {stateless, requestNo, nil},
+		"unknown, stateless modern":  {stateless, unknown, modern},
+		"batch, stateless":           {stateless, "[" + unknown + "," + cancelled + "]", nil},
+	} {
+		wantReply(t, name, httpSend(t, http.MethodPost, tc.url, tc.body, tc.kv...), http.StatusAccepted, "", "")
+	}
+
+	// Refused: a malformed notification, and what the request itself
+	// gets refused for, whatever the notifications.
+	for name, tc := range map[string]struct {
+		url, body string
+		kv        []string
+		status    int
+		want      string
+	}{
+		"no version": {u, `{"method":"notifications/whatever"}`, in, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not a JSON-RPC 2.0 message"}}`},
+		"null id": {u, `{"jsonrpc":"2.0","id":null,"method":"notifications/whatever"}`, in, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: an id must be a string or an integer"}}`},
+		"empty method": {u, `{"jsonrpc":"2.0","method":""}`, in, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not a JSON-RPC 2.0 message"}}`},
+		"method and result": {u, `{"jsonrpc":"2.0","method":"notifications/whatever","result":{}}`, in, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not a JSON-RPC 2.0 message"}}`},
+		"scalar params": {stateless, `{"jsonrpc":"2.0","method":"notifications/whatever","params":5}`, nil, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: params must be an object"}}`},
+		"malformed in a batch": {u, "[" + unknown + `,{"jsonrpc":"2.0","method":"x","params":[1]}]`, in, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: params must be an object"}}`},
+		"known without its params": {u, `{"jsonrpc":"2.0","method":"notifications/progress"}`, in0618, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: missing required \"params\""}}`},
+		"unknown session": {u, unknown, []string{"Mcp-Session-Id", "nope"}, 404,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`},
+		"no session": {u, unknown, nil, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Mcp-Session-Id header is required"}}`},
+		"batch in 2025-06-18": {u, "[" + unknown + "]", in0618, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batching is not supported in 2025-06-18 and later (request version: 2025-06-18)"}}`},
+		"unsupported version": {stateless, unknown, []string{"Mcp-Protocol-Version", "1999-01-01"}, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Unsupported protocol version (supported versions: ` + strings.Join(mcp.SupportedProtocolVersions(), ",") + `)"}}`},
+	} {
+		wantReply(t, name, httpSend(t, http.MethodPost, tc.url, tc.body, tc.kv...), tc.status, "application/json", tc.want+"\n")
+	}
+
+	// A batch with a call: the call is answered, the unknown notification
+	// ignored.
+	r := httpSend(t, http.MethodPost, u, "["+unknown+`,{"jsonrpc":"2.0","id":4,"method":"ping"}]`, in...)
+	wantReply(t, "batch with a call", r, http.StatusOK, "text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n")
+	// A batch reaches the SDK whole.
+	r = httpSend(t, http.MethodPost, u, `[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`, in...)
+	wantOK(t, "batch of calls", r, `{"jsonrpc":"2.0","id":5,"result":{}}`)
+	wantOK(t, "batch of calls", r, `{"jsonrpc":"2.0","id":6,"result":{}}`)
+
+	// The SDK gets the notifications it knows from a batch with unknown
+	// ones: notifications/cancelled cancels a call.
+	go httpDo(t.Context(), http.MethodPost, u, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, in...)
+	s.wait.waitStarted(t, 1)
+	r = httpSend(t, http.MethodPost, u, "["+unknown+`,{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}]`, in...)
+	wantReply(t, "cancel in a batch", r, http.StatusAccepted, "", "")
+	select {
+	case <-s.wait.canceled:
+	case <-time.After(10 * time.Second):
+		t.Error("notifications/cancelled in a batch did not cancel the call")
+	}
+
+	// The session goes on.
+	r = httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, in0618...)
+	wantOK(t, "ping", r, `{"jsonrpc":"2.0","id":9,"result":{}}`)
 }
 
 func TestMCPHTTPSessionLimit(t *testing.T) {
