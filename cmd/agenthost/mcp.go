@@ -45,7 +45,7 @@ func mcpCommand() *command {
 	return &command{
 		usage: "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio; a well-formed notification of any method is accepted (202), and one the server does not know is ignored")
+			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio; a well-formed notification of any method is accepted (202), and one the server does not know is ignored; on shutdown every session is closed (its event stream ends) and calls in flight are canceled")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
 			fs.Var(&f.allowOrigins, "allow-origin", "also accept requests from web pages of `ORIGIN` (scheme://host[:port]; repeatable); * accepts every origin, which lets any web page the user visits call the tools")
 			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "refuse a new session over `N` open ones (HTTP 503)")

@@ -32,7 +32,8 @@ const (
 	// codeSessionNotFound answers a request whose Mcp-Session-Id names no
 	// open session (HTTP 404), as the TypeScript SDK does.
 	codeSessionNotFound = -32001
-	// codeSessionLimit answers an initialize over --max-sessions (HTTP 503).
+	// codeSessionLimit answers an initialize over --max-sessions, or while
+	// the server shuts down (HTTP 503).
 	codeSessionLimit = -32000
 )
 
@@ -92,16 +93,28 @@ func (f *mcpFlags) checkHTTP() error {
 	return nil
 }
 
+// shutdownTimeout bounds the shutdown of the HTTP server.
+const shutdownTimeout = 5 * time.Second
+
 // serveHTTP serves the streamable HTTP transport at /mcp (and /) until ctx
 // is canceled. It prints the URL to stderr once it listens. Zero
 // maxSessions and sessionIdle in f take the defaults.
+//
+// Once ctx is canceled, within shutdownTimeout: no new session is taken,
+// every session of server is closed (its event streams end, its
+// goroutines exit), the calls in flight are canceled, and the listener and
+// the connections are closed.
 func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
+	handler, rpc := newHTTPHandler(server, f, ln.Addr())
+	// The SDK runs a session's calls with contexts of their own, and
+	// closes a session only once its calls have returned.
+	server.AddReceivingMiddleware(cancelWith(ctx))
 	srv := &http.Server{
-		Handler:           newHTTPHandler(server, f, ln.Addr()),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Canceling ctx ends every request, open event streams included.
 		BaseContext: func(net.Listener) context.Context { return ctx },
@@ -115,12 +128,35 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 		return fmt.Errorf("mcp: %w", err)
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
+	closed := rpc.closeSessions()
 	if err := srv.Shutdown(shutdown); err != nil {
 		srv.Close()
 	}
+	// A session whose initialize was under way has opened since; once
+	// Shutdown has returned, no handler runs.
+	late := rpc.closeSessions()
+	for _, c := range []<-chan struct{}{closed, late} {
+		select {
+		case <-c:
+		case <-shutdown.Done():
+		}
+	}
 	return nil
+}
+
+// cancelWith is a middleware that cancels the context of every call the
+// server receives once ctx is done.
+func cancelWith(ctx context.Context) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(callCtx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			callCtx, cancel := context.WithCancelCause(callCtx)
+			defer cancel(nil)
+			defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
+			return next(callCtx, method, req)
+		}
+	}
 }
 
 // newHTTPHandler is the whole HTTP side of agenthost mcp --http, for a
@@ -132,7 +168,7 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 // sessions only with a stateful one: each request goes to the handler of
 // its version, so every version the SDK supports is served. With
 // --stateless every request goes to the stateless handler.
-func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) http.Handler {
+func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) (http.Handler, *rpcHandler) {
 	maxSessions, idle := f.maxSessions, f.sessionIdle
 	if maxSessions == 0 {
 		maxSessions = defaultMaxSessions
@@ -161,7 +197,7 @@ func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) http.Handler
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/{$}", h)
-	return checkOrigin(ownOrigins(addr), f.allowOrigins, requireToken(f.token, mux))
+	return checkOrigin(ownOrigins(addr), f.allowOrigins, requireToken(f.token, mux)), h
 }
 
 // requireToken answers 401 to a request without "Authorization: Bearer
@@ -272,8 +308,9 @@ type rpcHandler struct {
 	server    *mcp.Server
 	max       int
 
-	mu   sync.Mutex
-	open int // sessions open, or being initialized
+	mu      sync.Mutex
+	open    int  // sessions open, or being initialized
+	closing bool // the server is shutting down
 }
 
 func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -347,17 +384,9 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // initialize serves an initialize without a session, the start of a new
 // session, when the number of sessions allows.
 func (h *rpcHandler) initialize(tw *textErrors, r *http.Request) {
-	h.mu.Lock()
-	if h.open >= h.max {
-		h.mu.Unlock()
-		tw.Header().Set("Retry-After", retryAfter)
-		writeRPCError(tw.ResponseWriter, http.StatusServiceUnavailable, tw.id, codeSessionLimit,
-			fmt.Sprintf("server is at its session limit (%d sessions); retry later", h.max))
+	if !h.acquire(tw) {
 		return
 	}
-	h.open++
-	h.mu.Unlock()
-
 	h.stateful.ServeHTTP(tw, r)
 	if id := tw.Header().Get(sessionIDHeader); id != "" {
 		for ss := range h.server.Sessions() {
@@ -371,6 +400,47 @@ func (h *rpcHandler) initialize(tw *textErrors, r *http.Request) {
 		}
 	}
 	h.release() // no session, or it closed already
+}
+
+// acquire counts a new session in open, or answers 503 (with
+// Retry-After) and returns false: over max, or while the server shuts
+// down.
+func (h *rpcHandler) acquire(tw *textErrors) bool {
+	h.mu.Lock()
+	closing, full := h.closing, h.open >= h.max
+	if !closing && !full {
+		h.open++
+	}
+	h.mu.Unlock()
+	if !closing && !full {
+		return true
+	}
+	msg := fmt.Sprintf("server is at its session limit (%d sessions); retry later", h.max)
+	if closing {
+		msg = "server is shutting down; retry later"
+	}
+	tw.Header().Set("Retry-After", retryAfter)
+	writeRPCError(tw.ResponseWriter, http.StatusServiceUnavailable, tw.id, codeSessionLimit, msg)
+	return false
+}
+
+// closeSessions takes no new session from now on, and closes
+// every session of the server: its event streams end and its goroutines
+// exit. The channel is closed once they all are closed.
+func (h *rpcHandler) closeSessions() <-chan struct{} {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for ss := range h.server.Sessions() {
+		wg.Go(func() { ss.Close() })
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
 }
 
 func (h *rpcHandler) release() {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -442,6 +445,108 @@ func TestMCPHTTPSessionIdle(t *testing.T) {
 	wantReply(t, "idle session", r, http.StatusNotFound, "application/json",
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}`+"\n")
 	httpInitialize(t, u)
+}
+
+// sdkGoroutines are the stacks of the goroutines running the SDK's code.
+func sdkGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var stacks []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "modelcontextprotocol/go-sdk") {
+			stacks = append(stacks, g)
+		}
+	}
+	return stacks
+}
+
+// TestMCPHTTPShutdown checks that canceling serveHTTP's context closes
+// every session: an open event stream ends cleanly, a call in flight is
+// canceled, the server returns well within its shutdown timeout, and the
+// sessions' goroutines exit. Not parallel: it counts goroutines.
+func TestMCPHTTPShutdown(t *testing.T) {
+	before := len(sdkGoroutines())
+	s := newTestServer(t, &mcpFlags{})
+	session := httpInitialize(t, s.url)
+	in := []string{"Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"}
+
+	// The session's event stream, open.
+	stream, err := httpOpen(t.Context(), http.MethodGet, s.url, "", in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if stream.StatusCode != http.StatusOK || stream.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET: %d %q", stream.StatusCode, stream.Header.Get("Content-Type"))
+	}
+	events := bufio.NewReader(stream.Body)
+	if line, err := events.ReadString('\n'); line != ": ok\n" || err != nil {
+		t.Fatalf("GET: first line %q, %v", line, err)
+	}
+	rest := make(chan error, 1)
+	go func() {
+		data, err := io.ReadAll(events)
+		if err == nil && strings.TrimSpace(string(data)) != "" {
+			err = fmt.Errorf("unexpected events %q", data)
+		}
+		rest <- err
+	}()
+
+	// A call in flight, in the session.
+	call := make(chan error, 1)
+	go func() {
+		_, err := httpDo(t.Context(), http.MethodPost, s.url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, in...)
+		call <- err
+	}()
+	s.wait.waitStarted(t, 1)
+
+	begin := time.Now()
+	s.stop()
+	select {
+	case <-s.done:
+		if s.err != nil {
+			t.Errorf("serveHTTP: %v", s.err)
+		}
+		if d := time.Since(begin); d > shutdownTimeout/2 {
+			t.Errorf("serveHTTP took %v to return", d)
+		}
+	case <-time.After(2 * shutdownTimeout):
+		t.Fatal("serveHTTP did not return")
+	}
+	select {
+	case err := <-rest:
+		if err != nil {
+			t.Errorf("the event stream did not end cleanly: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the event stream did not end")
+	}
+	select {
+	case <-s.wait.canceled:
+	case <-time.After(5 * time.Second):
+		t.Error("the call in flight was not canceled")
+	}
+	select {
+	case <-call:
+	case <-time.After(5 * time.Second):
+		t.Error("the POST of the call in flight did not end")
+	}
+
+	// The SDK's goroutines of the session exit.
+	var after []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if after = sdkGoroutines(); len(after) <= before {
+			return
+		}
+	}
+	t.Errorf("%d goroutines in the SDK before the server, %d after its shutdown:\n%s", before, len(after), strings.Join(after, "\n\n"))
 }
 
 func TestMCPHTTPFlags(t *testing.T) {
