@@ -48,7 +48,7 @@ func mcpCommand() *command {
 			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio; a well-formed notification of any method is accepted (202), and one the server does not know is ignored; on shutdown every session is closed (its event stream ends) and calls in flight are canceled")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
 			fs.Var(&f.allowOrigins, "allow-origin", "also accept requests from web pages of `ORIGIN` (scheme://host[:port]; repeatable); * accepts every origin, which lets any web page the user visits call the tools")
-			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "refuse a new session over `N` open ones (HTTP 503)")
+			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "cap at `N` the sessions open plus the requests in flight without a session (those of protocol 2026-07-28 or later, an open subscriptions/listen stream included, and every request with --stateless); a new session or request over it gets HTTP 503")
 			fs.DurationVar(&f.sessionIdle, "session-idle", defaultSessionIdle, "close a session after `D` without requests")
 			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests and per-session state")
 		},

@@ -32,13 +32,13 @@ const (
 	// codeSessionNotFound answers a request whose Mcp-Session-Id names no
 	// open session (HTTP 404), as the TypeScript SDK does.
 	codeSessionNotFound = -32001
-	// codeSessionLimit answers an initialize over --max-sessions, or while
-	// the server shuts down (HTTP 503).
+	// codeSessionLimit answers a new session, or a request without one,
+	// over --max-sessions, or while the server shuts down (HTTP 503).
 	codeSessionLimit = -32000
 )
 
-// retryAfter is what a client refused for the session limit is told to
-// wait, in seconds.
+// retryAfter is what a client refused for the limit of --max-sessions is
+// told to wait, in seconds.
 const retryAfter = "30"
 
 // sessionIDHeader is the streamable HTTP transport's session header.
@@ -76,13 +76,8 @@ func (f *mcpFlags) checkHTTP() error {
 		}
 		return nil
 	}
-	if f.stateless {
-		switch {
-		case f.maxSessions != defaultMaxSessions:
-			return usagef("mcp: --max-sessions with --stateless: a stateless server keeps no sessions")
-		case f.sessionIdle != defaultSessionIdle:
-			return usagef("mcp: --session-idle with --stateless: a stateless server keeps no sessions")
-		}
+	if f.stateless && f.sessionIdle != defaultSessionIdle {
+		return usagef("mcp: --session-idle with --stateless: a stateless server keeps no sessions")
 	}
 	if f.maxSessions < 1 {
 		return usagef("mcp: --max-sessions %d: must be at least 1", f.maxSessions)
@@ -100,10 +95,10 @@ const shutdownTimeout = 5 * time.Second
 // is canceled. It prints the URL to stderr once it listens. Zero
 // maxSessions and sessionIdle in f take the defaults.
 //
-// Once ctx is canceled, within shutdownTimeout: no new session is taken,
-// every session of server is closed (its event streams end, its
-// goroutines exit), the calls in flight are canceled, and the listener and
-// the connections are closed.
+// Once ctx is canceled, within shutdownTimeout: no new session or request
+// without one is taken, every session of server is closed (its event
+// streams end, its goroutines exit), the calls in flight are canceled, and
+// the listener and the connections are closed.
 func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -160,8 +155,9 @@ func cancelWith(ctx context.Context) mcp.Middleware {
 }
 
 // newHTTPHandler is the whole HTTP side of agenthost mcp --http, for a
-// server listening at addr: the Origin check, the bearer token, the
-// session limit and JSON-RPC error bodies around the SDK's handlers.
+// server listening at addr: the Origin check, the bearer token, the limit
+// of sessions and requests and JSON-RPC error bodies around the SDK's
+// handlers.
 //
 // The SDK serves protocol versions from 2026-07-28 on, which have no
 // sessions, only with a stateless handler, and the older ones with
@@ -300,8 +296,13 @@ func ownOrigins(addr net.Addr) []string {
 // JSON-RPC what the SDK answers in plain text, sends a request of protocol
 // 2026-07-28 or later to the stateless handler and the rest to the
 // stateful one, refuses a request without a session that is not an
-// initialize, and holds the open sessions to max. Without a stateful
-// handler (--stateless), every request goes to the stateless one.
+// initialize, and holds the sessions open plus the requests in flight in
+// the stateless handler to max. Without a stateful handler (--stateless),
+// every request goes to the stateless one.
+//
+// The stateless handler serves each request in a session of its own, the
+// SDK's, for as long as the request runs (a subscriptions/listen stream,
+// until it ends): it costs what a session costs while it runs.
 type rpcHandler struct {
 	stateful  http.Handler // nil with --stateless
 	stateless http.Handler
@@ -309,7 +310,7 @@ type rpcHandler struct {
 	max       int
 
 	mu      sync.Mutex
-	open    int  // sessions open, or being initialized
+	open    int  // sessions open or being initialized, and stateless requests in flight
 	closing bool // the server is shutting down
 }
 
@@ -371,6 +372,10 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	switch {
 	case h.stateful == nil, sessionless(r, msgs):
+		if !h.acquire(tw) {
+			return
+		}
+		defer h.release()
 		h.stateless.ServeHTTP(tw, r)
 	case r.Header.Get(sessionIDHeader) != "":
 		h.stateful.ServeHTTP(tw, r)
@@ -402,9 +407,9 @@ func (h *rpcHandler) initialize(tw *textErrors, r *http.Request) {
 	h.release() // no session, or it closed already
 }
 
-// acquire counts a new session in open, or answers 503 (with
-// Retry-After) and returns false: over max, or while the server shuts
-// down.
+// acquire counts a new session, or a stateless request, in open, or
+// answers 503 (with Retry-After) and returns false: over max, or while the
+// server shuts down.
 func (h *rpcHandler) acquire(tw *textErrors) bool {
 	h.mu.Lock()
 	closing, full := h.closing, h.open >= h.max
@@ -415,7 +420,7 @@ func (h *rpcHandler) acquire(tw *textErrors) bool {
 	if !closing && !full {
 		return true
 	}
-	msg := fmt.Sprintf("server is at its session limit (%d sessions); retry later", h.max)
+	msg := fmt.Sprintf("server is at its limit of %d sessions and requests in flight; retry later", h.max)
 	if closing {
 		msg = "server is shutting down; retry later"
 	}
@@ -424,9 +429,10 @@ func (h *rpcHandler) acquire(tw *textErrors) bool {
 	return false
 }
 
-// closeSessions takes no new session from now on, and closes
-// every session of the server: its event streams end and its goroutines
-// exit. The channel is closed once they all are closed.
+// closeSessions takes no new session or stateless request from now on,
+// and closes every session of the server (the stateless requests' own
+// included): its event streams end and its goroutines exit. The channel is
+// closed once they all are closed.
 func (h *rpcHandler) closeSessions() <-chan struct{} {
 	h.mu.Lock()
 	h.closing = true

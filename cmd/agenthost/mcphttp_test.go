@@ -406,7 +406,7 @@ func TestMCPHTTPSessionLimit(t *testing.T) {
 	for range 3 {
 		ids = append(ids, httpInitialize(t, u))
 	}
-	full := `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server is at its session limit (3 sessions); retry later"}}` + "\n"
+	full := `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server is at its limit of 3 sessions and requests in flight; retry later"}}` + "\n"
 	r := httpSend(t, http.MethodPost, u, initializeBody)
 	wantReply(t, "over the limit", r, http.StatusServiceUnavailable, "application/json", full)
 	if got := r.header.Get("Retry-After"); got != "30" {
@@ -431,6 +431,103 @@ func TestMCPHTTPSessionLimit(t *testing.T) {
 		}
 	}
 	wantReply(t, "full again", httpSend(t, http.MethodPost, u, initializeBody), http.StatusServiceUnavailable, "application/json", full)
+}
+
+// TestMCPHTTPRequestLimit checks that requests in flight without a
+// session count with the open sessions against --max-sessions, and free
+// their place as they end.
+func TestMCPHTTPRequestLimit(t *testing.T) {
+	t.Parallel()
+	const waitBody = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait","arguments":{}}}`
+	modernWaitBody := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + newest +
+		`","io.modelcontextprotocol/clientCapabilities":{}},"name":"wait","arguments":{}}}`
+	modernWait := []string{"Mcp-Protocol-Version", newest, "Mcp-Method", "tools/call", "Mcp-Name", "wait"}
+	refused := func(t *testing.T, name string, r httpReply, id string) {
+		t.Helper()
+		wantReply(t, name, r, http.StatusServiceUnavailable, "application/json", `{"jsonrpc":"2.0","id":`+id+
+			`,"error":{"code":-32000,"message":"server is at its limit of 2 sessions and requests in flight; retry later"}}`+"\n")
+		if got := r.header.Get("Retry-After"); got != "30" {
+			t.Errorf("%s: Retry-After %q", name, got)
+		}
+	}
+	// inFlight sends a request in a goroutine; its reply comes on the
+	// channel.
+	inFlight := func(t *testing.T, u, body string, kv ...string) <-chan httpReply {
+		ch := make(chan httpReply, 1)
+		go func() {
+			r, err := httpDo(t.Context(), http.MethodPost, u, body, kv...)
+			if err != nil {
+				r.body = err.Error()
+			}
+			ch <- r
+		}()
+		return ch
+	}
+	// freed waits for a request to be served again, once the calls have
+	// returned.
+	freed := func(t *testing.T, name string, send func() httpReply) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			r := send()
+			if r.status == http.StatusOK {
+				return
+			}
+			if r.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				t.Fatalf("%s once the calls returned: %d %s", name, r.status, r.body)
+			}
+		}
+	}
+	wantDone := func(t *testing.T, name string, ch <-chan httpReply) {
+		t.Helper()
+		select {
+		case r := <-ch:
+			wantOK(t, name, r, `"text":"done"`)
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: no reply", name)
+		}
+	}
+
+	t.Run("stateless", func(t *testing.T) {
+		t.Parallel()
+		s := newTestServer(t, &mcpFlags{stateless: true, maxSessions: 2})
+		legacy := inFlight(t, s.url, waitBody, "Mcp-Protocol-Version", "2025-06-18")
+		modern := inFlight(t, s.url, modernWaitBody, modernWait...)
+		s.wait.waitStarted(t, 2)
+
+		refused(t, "legacy tools/list", legacySend(t, s.url, "", listBody), "2")
+		refused(t, "modern tools/list", modernSend(t, s.url, 7, "tools/list", "", ""), "7")
+		refused(t, "initialize", httpSend(t, http.MethodPost, s.url, initializeBody), "1")
+		refused(t, "notification", httpSend(t, http.MethodPost, s.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`), "null")
+
+		s.wait.open()
+		wantDone(t, "legacy call", legacy)
+		wantDone(t, "modern call", modern)
+		freed(t, "tools/list", func() httpReply { return legacySend(t, s.url, "", listBody) })
+		// Both places are free.
+		first, second := inFlight(t, s.url, waitBody), inFlight(t, s.url, waitBody)
+		wantDone(t, "first call", first)
+		wantDone(t, "second call", second)
+	})
+
+	t.Run("stateful", func(t *testing.T) {
+		t.Parallel()
+		s := newTestServer(t, &mcpFlags{maxSessions: 2})
+		session := httpInitialize(t, s.url)
+		modern := inFlight(t, s.url, modernWaitBody, modernWait...)
+		s.wait.waitStarted(t, 1)
+
+		// One session and one request: no new session, no other request
+		// without a session.
+		refused(t, "initialize", httpSend(t, http.MethodPost, s.url, initializeBody), "1")
+		refused(t, "modern tools/list", modernSend(t, s.url, 7, "tools/list", "", ""), "7")
+		// A request in the open session is not one more.
+		wantOK(t, "tools/list in the session", legacySend(t, s.url, session, listBody), `"name":"echo"`)
+
+		s.wait.open()
+		wantDone(t, "modern call", modern)
+		freed(t, "initialize", func() httpReply { return httpSend(t, http.MethodPost, s.url, initializeBody) })
+		refused(t, "modern tools/list with two sessions", modernSend(t, s.url, 8, "tools/list", "", ""), "8")
+	})
 }
 
 func TestMCPHTTPSessionIdle(t *testing.T) {
@@ -564,7 +661,7 @@ func TestMCPHTTPFlags(t *testing.T) {
 		"idle without http":      {[]string{"mcp", "--session-idle", "1m"}, "mcp: --session-idle needs --http"},
 		"bad idle":               {[]string{"mcp", "--http", "0", "--session-idle", "soon"}, "session-idle"},
 		"stateless without http": {[]string{"mcp", "--stateless"}, "mcp: --stateless needs --http"},
-		"stateless max":          {[]string{"mcp", "--http", "0", "--stateless", "--max-sessions", "5"}, "mcp: --max-sessions with --stateless: a stateless server keeps no sessions"},
+		"stateless no requests":  {[]string{"mcp", "--http", "0", "--stateless", "--max-sessions", "0"}, "mcp: --max-sessions 0: must be at least 1"},
 		"stateless idle":         {[]string{"mcp", "--http", "0", "--stateless", "--session-idle", "1m"}, "mcp: --session-idle with --stateless: a stateless server keeps no sessions"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -573,6 +670,11 @@ func TestMCPHTTPFlags(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tc.stderrHas)
 			}
 		})
+	}
+	// --max-sessions holds requests too: it goes with --stateless.
+	f := &mcpFlags{http: "0", stateless: true, maxSessions: 5, sessionIdle: defaultSessionIdle}
+	if err := f.checkHTTP(); err != nil {
+		t.Errorf("--stateless --max-sessions 5: %v", err)
 	}
 }
 
