@@ -45,15 +45,18 @@ test: $(MCP_SERVERS)/node_modules/.package-lock.json
 # call through the official TypeScript client (median per call of each,
 # and the ratio; it needs the servers of tests/mcp-servers, which make
 # test installs); start-up (agenthost tools against agenthost
-# --version); and the search tools against rg and fd (Debian packages
-# ripgrep and fd-find) on Go's own source tree, printing the ratios. It
-# installs nothing.
+# --version); MCP calls/s over HTTP from 50 clients through HAProxy
+# (Debian's haproxy package) in front of 1 and of 3 agenthost mcp --http
+# --stateless replicas, with where the CPU went; and the search tools
+# against rg and fd (Debian packages ripgrep and fd-find) on Go's own
+# source tree, printing the ratios. It installs nothing.
 bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(Execute|RegistryOverhead|LoadPlugins|Launch)$$' -benchmem -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -count 6 ./internal/sandbox/
 	$(GO) test -run '^$$' -bench '^BenchmarkLifecycle' -benchtime 2s ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkMCP$$' -benchtime 3000x -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStartup$$' -benchtime 30x ./cmd/agenthost/
+	$(GO) test -run '^$$' -bench '^BenchmarkMCPReplicas$$' -benchtime 3000x -count 3 ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
 
 # proto regenerates the committed protocol code. It needs protoc (Debian's
