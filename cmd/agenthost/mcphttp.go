@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,9 +98,12 @@ const shutdownTimeout = 5 * time.Second
 // maxSessions and sessionIdle in f take the defaults.
 //
 // Once ctx is canceled, within shutdownTimeout: no new session or request
-// without one is taken, every session of server is closed (its event
-// streams end, its goroutines exit), the calls in flight are canceled, and
-// the listener and the connections are closed.
+// without one is taken, the calls in flight are canceled (a
+// subscriptions/listen stream ends with its result), every session is
+// closed, which ends its event streams and its goroutines, and the
+// listener and the connections are closed. A request's context is not
+// ctx's: a request ends as its call returns or its session closes, with
+// what the SDK writes then.
 func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -111,8 +116,6 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		// Canceling ctx ends every request, open event streams included.
-		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	fmt.Fprintf(stderr, "listening on http://%s/mcp\n", ln.Addr())
 
@@ -127,16 +130,11 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 	defer cancel()
 	closed := rpc.closeSessions()
 	if err := srv.Shutdown(shutdown); err != nil {
-		srv.Close()
+		srv.Close() // which ends the requests left
 	}
-	// A session whose initialize was under way has opened since; once
-	// Shutdown has returned, no handler runs.
-	late := rpc.closeSessions()
-	for _, c := range []<-chan struct{}{closed, late} {
-		select {
-		case <-c:
-		case <-shutdown.Done():
-		}
+	select {
+	case <-closed:
+	case <-shutdown.Done():
 	}
 	return nil
 }
@@ -181,8 +179,9 @@ func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) (http.Handle
 			Stateless:                    true,
 			PropagateRequestCancellation: true,
 		}),
-		server: server,
-		max:    maxSessions,
+		server:   server,
+		max:      maxSessions,
+		sessions: map[*mcp.ServerSession]bool{},
 	}
 	if !f.stateless {
 		h.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -309,9 +308,10 @@ type rpcHandler struct {
 	server    *mcp.Server
 	max       int
 
-	mu      sync.Mutex
-	open    int  // sessions open or being initialized, and stateless requests in flight
-	closing bool // the server is shutting down
+	mu       sync.Mutex
+	open     int                         // sessions open or being initialized, and stateless requests in flight
+	sessions map[*mcp.ServerSession]bool // the sessions open
+	closing  bool                        // the server is shutting down
 }
 
 func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -396,15 +396,31 @@ func (h *rpcHandler) initialize(tw *textErrors, r *http.Request) {
 	if id := tw.Header().Get(sessionIDHeader); id != "" {
 		for ss := range h.server.Sessions() {
 			if ss.ID() == id {
-				go func() {
-					ss.Wait()
-					h.release()
-				}()
+				h.opened(ss)
 				return
 			}
 		}
 	}
 	h.release() // no session, or it closed already
+}
+
+// opened holds a new session, its place in open taken, until it closes;
+// one that opens as the server shuts down is closed.
+func (h *rpcHandler) opened(ss *mcp.ServerSession) {
+	h.mu.Lock()
+	closing := h.closing
+	h.sessions[ss] = true
+	h.mu.Unlock()
+	go func() {
+		ss.Wait()
+		h.mu.Lock()
+		delete(h.sessions, ss)
+		h.mu.Unlock()
+		h.release()
+	}()
+	if closing {
+		ss.Close()
+	}
 }
 
 // acquire counts a new session, or a stateless request, in open, or
@@ -430,15 +446,21 @@ func (h *rpcHandler) acquire(tw *textErrors) bool {
 }
 
 // closeSessions takes no new session or stateless request from now on,
-// and closes every session of the server (the stateless requests' own
-// included): its event streams end and its goroutines exit. The channel is
-// closed once they all are closed.
+// and closes every session open: its event streams end and its goroutines
+// exit. The channel is closed once they all are closed. A session whose
+// initialize is under way closes as it opens.
+//
+// A stateless request's session, the SDK's, is left to close as the
+// request ends, once its call returns: the SDK would write no response in
+// a session closing, not even the result of a subscriptions/listen that
+// tells its client the stream ended on purpose.
 func (h *rpcHandler) closeSessions() <-chan struct{} {
 	h.mu.Lock()
 	h.closing = true
+	open := slices.Collect(maps.Keys(h.sessions))
 	h.mu.Unlock()
 	var wg sync.WaitGroup
-	for ss := range h.server.Sessions() {
+	for _, ss := range open {
 		wg.Go(func() { ss.Close() })
 	}
 	done := make(chan struct{})

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -164,4 +169,264 @@ func TestMCPHTTPStatelessReplicas(t *testing.T) {
 		wantOK(t, "modern tools/list", modernSend(t, u, 2, "tools/list", "", ""), `"name":"echo"`)
 		wantOK(t, "modern tools/call", modernSend(t, u, 3, "tools/call", "echo", `"name":"echo","arguments":{"text":"hi"}`), `"resultType":"complete"`)
 	}
+}
+
+// eventStream reads a text/event-stream response: the data of each event
+// on events, which is closed at the stream's end, err then saying how it
+// ended.
+type eventStream struct {
+	events chan string
+	err    error
+}
+
+func readEvents(body io.Reader) *eventStream {
+	s := &eventStream{events: make(chan string, 16)}
+	go func() {
+		defer close(s.events)
+		lines := bufio.NewScanner(body)
+		var data []string
+		for lines.Scan() {
+			line := lines.Text()
+			switch {
+			case line == "" && data != nil:
+				s.events <- strings.Join(data, "\n")
+				data = nil
+			case strings.HasPrefix(line, "data: "):
+				data = append(data, strings.TrimPrefix(line, "data: "))
+			}
+		}
+		s.err = lines.Err()
+	}()
+	return s
+}
+
+// want checks that the stream's next event is exactly data.
+func (s *eventStream) want(t *testing.T, what, data string) {
+	t.Helper()
+	select {
+	case got, ok := <-s.events:
+		if !ok {
+			t.Fatalf("%s: the stream ended (%v); want %s", what, s.err, data)
+		}
+		if got != data {
+			t.Errorf("%s: %s; want %s", what, got, data)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no event; want %s", what, data)
+	}
+}
+
+// wantEnd checks that the stream ends cleanly without another event.
+func (s *eventStream) wantEnd(t *testing.T, what string) {
+	t.Helper()
+	if s.ended(t, what) && s.err != nil {
+		t.Errorf("%s: the stream broke: %v", what, s.err)
+	}
+}
+
+// ended reports whether the stream ended without another event.
+func (s *eventStream) ended(t *testing.T, what string) bool {
+	t.Helper()
+	select {
+	case got, ok := <-s.events:
+		if ok {
+			t.Errorf("%s: event %s; want the end", what, got)
+		}
+		return !ok
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s: the stream did not end", what)
+		return false
+	}
+}
+
+// listen opens a subscriptions/listen stream of the newest protocol with
+// id, for notifications (the JSON of its notifications member). The
+// stream ends with the test, or with cancel.
+func listen(t *testing.T, u string, id int, notifications string) (s *eventStream, cancel context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{}},"notifications":%s}}`,
+		id, newest, notifications)
+	resp, err := httpOpen(ctx, http.MethodPost, u, body, "Mcp-Protocol-Version", newest, "Mcp-Method", "subscriptions/listen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		data, _ := io.ReadAll(resp.Body)
+		t.Fatalf("subscriptions/listen: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), data)
+	}
+	return readEvents(resp.Body), cancel
+}
+
+// Notifications of a subscriptions/listen stream, with id its request's.
+func listenAck(id int, notifications string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":%d},"notifications":%s}}`, id, notifications)
+}
+
+func listChanged(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":%d}}}`, id)
+}
+
+func listenResult(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agenthost","version":%q},"io.modelcontextprotocol/subscriptionId":%d}}}`, id, buildVersion(), id)
+}
+
+// modernTools is the names of the tools a request of the newest protocol
+// lists.
+func modernTools(t *testing.T, u string) []string {
+	t.Helper()
+	r := modernSend(t, u, 2, "tools/list", "", "")
+	var reply struct {
+		Result struct {
+			Tools []*mcp.Tool `json:"tools"`
+		} `json:"result"`
+	}
+	_, data, _ := strings.Cut(r.body, "data: ") // one event
+	if r.status != http.StatusOK || json.Unmarshal([]byte(data), &reply) != nil {
+		t.Fatalf("tools/list: %d %s", r.status, r.body)
+	}
+	return toolNames(reply.Result.Tools)
+}
+
+// TestMCPHTTPListChanged checks that a client of protocol 2026-07-28 or
+// later, which has no session, learns of a change of the tool list from
+// its subscriptions/listen stream (SEP-2575): the SDK sends
+// notifications/tools/list_changed on every open listen stream that asked
+// for it, whichever handler serves it.
+func TestMCPHTTPListChanged(t *testing.T) {
+	t.Parallel()
+	const ask = `{"toolsListChanged":true,"promptsListChanged":true}`
+	// Only what the server declares is granted: tools, not prompts.
+	const granted = `{"toolsListChanged":true}`
+
+	t.Run("stateful", func(t *testing.T) {
+		t.Parallel()
+		s := newTestServer(t, &mcpFlags{})
+		modern, _ := listen(t, s.url, 5, ask)
+		modern.want(t, "acknowledged", listenAck(5, granted))
+
+		// A session's client of 2025-06-18, on its GET stream, alongside.
+		session := httpInitialize(t, s.url, "Mcp-Protocol-Version", "2025-06-18")
+		resp, err := httpOpen(t.Context(), http.MethodGet, s.url, "", "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		legacy := readEvents(resp.Body)
+
+		if err := s.reg.Disable("echo"); err != nil {
+			t.Fatal(err)
+		}
+		modern.want(t, "echo disabled", listChanged(5))
+		legacy.want(t, "echo disabled, in the session", `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`)
+		if names := modernTools(t, s.url); slices.Contains(names, "echo") {
+			t.Errorf("tools once echo is disabled: %v", names)
+		}
+
+		// Shutdown ends the listen with its result, and the session's
+		// stream.
+		s.stop()
+		modern.want(t, "shutdown", listenResult(5))
+		modern.wantEnd(t, "shutdown")
+		legacy.wantEnd(t, "shutdown, in the session")
+	})
+
+	t.Run("stateless", func(t *testing.T) {
+		t.Parallel()
+		s := newTestServer(t, &mcpFlags{stateless: true, maxSessions: 3})
+		first, _ := listen(t, s.url, 5, ask)
+		first.want(t, "acknowledged", listenAck(5, granted))
+		second, stopSecond := listen(t, s.url, 6, granted)
+		second.want(t, "acknowledged", listenAck(6, granted))
+
+		if err := s.reg.Disable("echo"); err != nil {
+			t.Fatal(err)
+		}
+		first.want(t, "echo disabled", listChanged(5))
+		second.want(t, "echo disabled", listChanged(6))
+		if names := modernTools(t, s.url); slices.Contains(names, "echo") {
+			t.Errorf("tools once echo is disabled: %v", names)
+		}
+
+		// An open listen holds one of --max-sessions' places, until its
+		// client closes it.
+		third, _ := listen(t, s.url, 7, granted)
+		third.want(t, "acknowledged", listenAck(7, granted))
+		r := modernSend(t, s.url, 8, "tools/list", "", "")
+		if r.status != http.StatusServiceUnavailable {
+			t.Errorf("tools/list with 3 listens open: %d %s", r.status, r.body)
+		}
+		stopSecond()
+		second.ended(t, "closed by its client")
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			r := modernSend(t, s.url, 8, "tools/list", "", "")
+			if r.status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tools/list once a listen closed: %d %s", r.status, r.body)
+			}
+		}
+
+		if err := s.reg.Enable("echo"); err != nil {
+			t.Fatal(err)
+		}
+		first.want(t, "echo enabled", listChanged(5))
+		third.want(t, "echo enabled", listChanged(7))
+		if names := modernTools(t, s.url); !slices.Contains(names, "echo") {
+			t.Errorf("tools once echo is enabled again: %v", names)
+		}
+		s.stop()
+		first.want(t, "shutdown", listenResult(5))
+		first.wantEnd(t, "shutdown")
+	})
+
+	// Without a subscription there is nothing to wait for: the listen ends
+	// at once.
+	t.Run("nothing asked", func(t *testing.T) {
+		t.Parallel()
+		u := startHTTPServer(t, &mcpFlags{})
+		events, _ := listen(t, u, 5, `{"promptsListChanged":true}`)
+		events.want(t, "acknowledged", listenAck(5, `{}`))
+		events.want(t, "result", listenResult(5))
+		events.wantEnd(t, "result")
+	})
+
+	// The SDK's client of the newest protocol opens the listen itself when
+	// it has a handler for the notification.
+	t.Run("SDK client", func(t *testing.T) {
+		t.Parallel()
+		s := newTestServer(t, &mcpFlags{})
+		changed := make(chan struct{}, 16)
+		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		})
+		cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if v := cs.InitializeResult().ProtocolVersion; v != newest {
+			t.Fatalf("negotiated %q; want %q", v, newest)
+		}
+		// The client does not wait for its listen to be acknowledged:
+		// change the list until it hears of a change.
+		for i, deadline := 0, time.After(10*time.Second); ; i++ {
+			toggle := s.reg.Disable
+			if i%2 == 1 {
+				toggle = s.reg.Enable
+			}
+			if err := toggle("echo"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-changed:
+				return
+			case <-time.After(200 * time.Millisecond):
+			case <-deadline:
+				t.Fatal("no notifications/tools/list_changed")
+			}
+		}
+	})
 }
