@@ -45,12 +45,12 @@ func mcpCommand() *command {
 	return &command{
 		usage: "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio; a well-formed notification of any method is accepted (202), and one the server does not know is ignored; on shutdown calls in flight are canceled and every session is closed (its event stream ends; a subscriptions/listen stream ends with its result)")
+			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
 			fs.Var(&f.allowOrigins, "allow-origin", "also accept requests from web pages of `ORIGIN` (scheme://host[:port]; repeatable); * accepts every origin, which lets any web page the user visits call the tools")
-			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "cap at `N` the sessions open plus the requests in flight without a session (those of protocol 2026-07-28 or later, an open subscriptions/listen stream included, and every request with --stateless); a new session or request over it gets HTTP 503")
+			fs.IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions, "cap at `N` the sessions open plus the requests in flight without one (protocol 2026-07-28 and later, every request with --stateless); over it, HTTP 503")
 			fs.DurationVar(&f.sessionIdle, "session-idle", defaultSessionIdle, "close a session after `D` without requests")
-			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests and per-session state; clients of 2026-07-28 and later keep notifications/tools/list_changed, on a subscriptions/listen stream, with or without --stateless")
+			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests and per-session state (clients of 2026-07-28 and later get tools/list_changed on subscriptions/listen)")
 		},
 		prepare: f.check,
 		run: func(ctx context.Context, env *env, args []string) error {

@@ -42,15 +42,17 @@ Commands:
                                are refused (403) unless --allow-origin ORIGIN
                                lists theirs (repeatable; * allows any page, which
                                is unsafe); --max-sessions N (default 1000) caps
-                               open sessions, a new one over it gets 503;
-                               --session-idle D (default 10m) closes idle ones.
+                               open sessions plus requests in flight without
+                               one, over it 503; --session-idle D (default
+                               10m) closes idle sessions.
                                Every protocol version is served: 2026-07-28 and
                                later without sessions, older ones in sessions;
                                --stateless keeps no sessions for any version, so
                                any replica behind a load balancer can answer any
                                request; clients before 2026-07-28 then lose
                                server-to-client notifications (tools/list_changed)
-                               and per-session state
+                               and per-session state. On shutdown, calls in
+                               flight are canceled and sessions closed
   trust [FILE]                 trust this directory's agenthost.json (or FILE) as
                                it is now: a project's configuration can start
                                programs, so agenthost reads it only once trusted
