@@ -52,13 +52,18 @@ test: $(MCP_SERVERS)/node_modules/.package-lock.json
 # (Debian's haproxy package) in front of 1 and of 3 agenthost mcp --http
 # --stateless replicas, with where the CPU went; and the search tools
 # against rg and fd (Debian packages ripgrep and fd-find) on Go's own
-# source tree, printing the ratios. It installs nothing.
+# source tree, printing the ratios; and every one-shot target at once
+# (BenchmarkOneShot: --version, tools, call and mcp start-up against a Go
+# hello world, search_text and search_files against rg and fd, MCP calls
+# against the official filesystem server), printing a table of each ratio
+# beside its target. It installs nothing.
 bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(Execute|RegistryOverhead|LoadPlugins|Launch)$$' -benchmem -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -count 6 ./internal/sandbox/
 	$(GO) test -run '^$$' -bench '^BenchmarkLifecycle' -benchtime 2s ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkMCP$$' -benchtime 3000x -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStartup$$' -benchtime 30x ./cmd/agenthost/
+	$(GO) test -run '^$$' -bench '^BenchmarkOneShot$$' -benchtime 1x ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench '^BenchmarkMCPReplicas$$' -benchtime 3000x -count 3 ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
 
