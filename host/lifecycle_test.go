@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -382,6 +383,78 @@ func TestCloseIsBoundedWithAStoppedPlugin(t *testing.T) {
 	}
 	closeWithin(t, reg, 10*time.Second)
 	waitGone(t, pid, "the stopped plugin")
+}
+
+// A plugin with no call in flight is ended by killing its group, not by
+// a graceful shutdown: when Close returns it has been reaped (it is not
+// even a zombie), its socket directory is removed, and the child it
+// started goes with its group.
+func TestCloseLeavesNothingOfAnIdlePlugin(t *testing.T) {
+	t.Parallel()
+	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir(), Grants: execGrant("test")})
+	pid := atoi(t, call(t, reg, "pid", `{}`))
+	child := atoi(t, call(t, reg, "spawn", `{}`))
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	socketDir := pluginSocketDir(t, pid)
+	if _, err := os.Stat(socketDir); err != nil {
+		t.Fatalf("the plugin's socket directory before Close: %v", err)
+	}
+	closeWithin(t, reg, 10*time.Second)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plugin (pid %d) is still a process once Close returned (alive: %v): %v", pid, alive(pid), err)
+	}
+	if _, err := os.Stat(socketDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plugin's socket directory %s once Close returned: %v", socketDir, err)
+	}
+	waitGone(t, child, "the plugin's child")
+}
+
+// A plugin ended while it serves a call is shut down gracefully, which
+// ends the call, and leaves nothing either.
+func TestCloseDuringACallLeavesNothing(t *testing.T) {
+	t.Parallel()
+	opts := &host.Options{CacheDir: t.TempDir()}
+	started := startedMarker(t, opts)
+	reg := load(t, pluginDir(t, "test"), opts)
+	pid := atoi(t, call(t, reg, "pid", `{}`))
+	socketDir := pluginSocketDir(t, pid)
+	result := make(chan string, 1)
+	go func() {
+		result <- reg.Execute(context.Background(), "sleep", []byte(`{"millis":60000,"started":`+strconv.Quote(started)+`}`))
+	}()
+	eventually(t, "the sleep has begun", func() bool { _, err := os.Stat(started); return err == nil })
+	closeWithin(t, reg, 10*time.Second)
+	select {
+	case got := <-result:
+		if !host.IsError(got) {
+			t.Errorf("the call cut by Close = %q, want an error", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not end with Close")
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plugin (pid %d) is still a process once Close returned: %v", pid, err)
+	}
+	if _, err := os.Stat(socketDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plugin's socket directory %s once Close returned: %v", socketDir, err)
+	}
+}
+
+// pluginSocketDir is the directory of the go-plugin socket of the plugin
+// process pid, as its environment names it.
+func pluginSocketDir(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kv := range strings.SplitSeq(string(env), "\x00") {
+		if dir, ok := strings.CutPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR="); ok && dir != "" {
+			return dir
+		}
+	}
+	t.Fatalf("no PLUGIN_UNIX_SOCKET_DIR in the environment of the plugin (pid %d)", pid)
+	return ""
 }
 
 func TestCloseIsBoundedWhenAGrandchildHoldsStderr(t *testing.T) {

@@ -535,11 +535,19 @@ func (p *toolSource) close() {
 	}
 }
 
-// stop ends the instance within stopTimeout+reapTimeout: go-plugin's
-// graceful shutdown (unless force, for a plugin that crashed or hung),
-// then the process group is killed, taking any children the plugin
-// started with it. A stopped (SIGSTOP) plugin is continued first, so that
-// it can shut down gracefully; one that still does not is killed.
+// stop ends the instance within stopTimeout+reapTimeout, and its whole
+// process group with it, taking any children the plugin started.
+//
+// A plugin with no call in flight has nothing left to finish, so its
+// group is killed at once (as is a plugin that crashed or hung: force),
+// and go-plugin's Kill then only cleans up after it: its shutdown request
+// fails with the connection, and it returns once the process has been
+// reaped and its output read. That spares the shutdown exchange and the
+// plugin's own way out on every Close and idle stop. A plugin serving
+// calls gets go-plugin's
+// graceful shutdown, which ends them; a stopped (SIGSTOP) one is
+// continued first, so that it can, and one that still does not exit in
+// time is killed.
 func (inst *instance) stop(force bool) {
 	inst.hostMu.Lock()
 	inst.stopped = true
@@ -552,7 +560,9 @@ func (inst *instance) stop(force bool) {
 	}
 	r := inst.runner
 	if r != nil && r.pid != 0 {
-		if force {
+		// The instance is no longer handed to new calls (it was dropped
+		// first), so once idle it stays idle.
+		if force || (inst.client != nil && inst.inflight.Load() == 0) {
 			_ = r.killGroup()
 		} else {
 			_ = r.signalGroup(syscall.SIGCONT)

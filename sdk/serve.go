@@ -20,8 +20,8 @@ import (
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
-// Serve serves tools to the host that started this process, and returns
-// when the host closes the connection. A plugin's main is one call:
+// Serve serves tools to the host that started this process, until the
+// host ends it. A plugin's main is one call:
 //
 //	func main() { sdk.Serve(readFile, writeFile) }
 //
@@ -47,8 +47,8 @@ type Plugin struct {
 	Permissions Permissions
 }
 
-// ServePlugin serves p to the host that started this process, and returns
-// when the host closes the connection. A plugin's main is one call:
+// ServePlugin serves p to the host that started this process, until the
+// host ends it. A plugin's main is one call:
 //
 //	func main() {
 //		sdk.ServePlugin(sdk.Plugin{
@@ -61,6 +61,11 @@ type Plugin struct {
 // serving. ServePlugin panics if two tools share a name, a tool's schema
 // names another function, or the permissions are malformed (see
 // [Permissions.Validate]): all are programming errors.
+//
+// A host ends a plugin with no call under way by killing its process
+// group; only a plugin shut down while it serves calls sees ServePlugin
+// return. Nothing after it is sure to run, so a plugin keeps nothing that
+// needs cleaning up at exit.
 //
 // Run by hand rather than by a host, the binary says so and exits.
 func ServePlugin(p Plugin) {
