@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,65 +109,115 @@ func (l *lister) list(rel string, level int) error {
 	if err != nil {
 		return pathErr(l.at(rel), err)
 	}
-	names, err := dir.Readdirnames(-1)
+	entries, err := readEntries(l.p.Root, rel, dir)
 	dir.Close()
 	if err != nil {
 		return pathErr(l.at(rel), err)
 	}
-	slices.Sort(names)
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	indent := strings.Repeat("  ", level)
-	for _, name := range names {
+	out := &l.out
+	for _, e := range entries {
+		name := e.name
 		if !l.hidden && strings.HasPrefix(name, ".") {
 			if level == 0 {
 				l.skipped++
 			}
 			continue
 		}
-		child := filepath.Join(rel, name)
-		info, err := l.p.Root.Lstat(child)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since it was listed
-		}
-		var line string
-		descend := false
-		shown := textsafe.Name(name)
-		switch {
-		case err != nil:
-			line = fmt.Sprintf("%s [%s]", shown, workspace.Reason(err))
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := l.p.Root.Readlink(child)
-			if err != nil {
-				target = "?"
-			}
-			line = shown + " -> " + textsafe.Name(target)
-		case info.IsDir():
-			line = shown + "/"
-			descend = level+1 < l.depth
-		case info.Mode().IsRegular():
-			line = fmt.Sprintf("%s (%s)", shown, formatSize(info.Size()))
-		default:
-			line = fmt.Sprintf("%s [%s]", shown, kindOf(info.Mode()))
-		}
+		descend := e.err == nil && e.info.IsDir() && e.info.Mode()&fs.ModeSymlink == 0 && level+1 < l.depth
 		if l.shown < l.limit {
-			l.out.WriteString(indent + line + "\n")
+			out.WriteString(indent)
+			out.WriteString(textsafe.Name(name))
+			switch info := e.info; {
+			case e.err != nil:
+				out.WriteString(" [")
+				out.WriteString(workspace.Reason(e.err))
+				out.WriteString("]")
+			case info.Mode()&fs.ModeSymlink != 0:
+				target, err := l.p.Root.Readlink(filepath.Join(rel, name))
+				if err != nil {
+					target = "?"
+				}
+				out.WriteString(" -> ")
+				out.WriteString(textsafe.Name(target))
+			case info.IsDir():
+				out.WriteString("/")
+			case info.Mode().IsRegular():
+				out.WriteString(" (")
+				out.WriteString(formatSize(info.Size()))
+				out.WriteString(")")
+			default:
+				out.WriteString(" [")
+				out.WriteString(kindOf(info.Mode()))
+				out.WriteString("]")
+			}
+			out.WriteString("\n")
 			l.shown++
 		} else {
 			l.more++
 		}
 		if descend {
-			if err := l.list(child, level+1); err != nil {
+			if err := l.list(filepath.Join(rel, name), level+1); err != nil {
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return err
 				}
 				// A directory that vanished or cannot be read: say so
 				// in its place and go on.
 				if l.shown < l.limit {
-					fmt.Fprintf(&l.out, "%s  [cannot list: %v]\n", indent, err)
+					fmt.Fprintf(out, "%s  [cannot list: %v]\n", indent, err)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// entry is a directory entry: its name, and its Lstat or why that failed.
+type entry struct {
+	name string
+	info fs.FileInfo
+	err  error
+}
+
+// readEntries reads the entries of dir, the directory rel of root, each
+// with its Lstat. For a directory opened in a root, ReadDir stats each
+// entry relative to the directory's own descriptor (fstatat, never
+// following a link), so nothing leaves the directory os.Root opened, at
+// one call per entry. If an entry cannot be stat'ed (a directory that may
+// be read but not searched), ReadDir stops: then each entry is stat'ed on
+// its own through the root, and one that fails is kept with its error, to
+// be shown in its place. An entry removed since it was listed is left
+// out.
+func readEntries(root *os.Root, rel string, dir *os.File) ([]entry, error) {
+	des, err := dir.ReadDir(-1)
+	if err == nil {
+		entries := make([]entry, 0, len(des))
+		for _, de := range des {
+			info, err := de.Info() // stat'ed by ReadDir already
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			entries = append(entries, entry{name: de.Name(), info: info, err: err})
+		}
+		return entries, nil
+	}
+	if _, serr := dir.Seek(0, io.SeekStart); serr != nil {
+		return nil, err
+	}
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]entry, 0, len(names))
+	for _, name := range names {
+		info, err := root.Lstat(filepath.Join(rel, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed
+		}
+		entries = append(entries, entry{name: name, info: info, err: err})
+	}
+	return entries, nil
 }
 
 // at is the listed path's entry rel, named for errors as the model would

@@ -95,6 +95,33 @@ func TestListDirDefaultCap(t *testing.T) {
 	}
 }
 
+// A directory that may be read but not searched lists its names, each
+// with the reason it cannot be examined.
+func TestListDirUnsearchable(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() == 0 {
+		t.Skip("root searches every directory")
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "nox")
+	mustWrite(t, filepath.Join(dir, "b.txt"), "b")
+	mustWrite(t, filepath.Join(dir, "a.txt"), "a")
+	if err := os.Chmod(dir, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	for _, depth := range []int{1, 2} {
+		got, err := call(t, root, listDir, map[string]any{"path": "nox", "depth": depth})
+		if want := "a.txt [permission denied]\nb.txt [permission denied]\n"; err != nil || got != want {
+			t.Errorf("list_dir(nox, depth %d) = %q, %v; want %q", depth, got, err, want)
+		}
+	}
+	got, err := call(t, root, listDir, map[string]any{"depth": 2})
+	if want := "nox/\n  a.txt [permission denied]\n  b.txt [permission denied]\n"; err != nil || got != want {
+		t.Errorf("list_dir(depth 2) = %q, %v; want %q", got, err, want)
+	}
+}
+
 func TestListDirErrors(t *testing.T) {
 	t.Parallel()
 	root, _ := listTree(t)
