@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -41,6 +42,8 @@ type file interface {
 	// realPath is the file's path as the system names it now; see
 	// dirHandle.realPath.
 	realPath() (path string, ok bool)
+	// rewind makes the next read start at the beginning of the file.
+	rewind() error
 	close() error
 }
 
@@ -79,6 +82,12 @@ func readWith(f file, buf []byte, use func(content []byte)) ([]byte, error) {
 		buf = nil
 	}
 	content, err := readAll(f, buf[:0])
+	return used(content, err, use)
+}
+
+// used calls use with content when err is nil, and returns the buffer to
+// reuse, as readWith does.
+func used(content []byte, err error, use func(content []byte)) ([]byte, error) {
 	if err == nil {
 		use(content)
 	}
@@ -94,26 +103,58 @@ func readWith(f file, buf []byte, use func(content []byte)) ([]byte, error) {
 // there when the file is not a regular one or is larger than maxFileSize;
 // most files fit in the first read and are read without that extra call.
 func readAll(f file, buf []byte) ([]byte, error) {
-	limit := -1 // not known yet
-	size := 0   // the size the file says it has, until the buffer grows to it
-	for {
-		if limit < 0 && (len(buf) == cap(buf) || len(buf) >= readBufferSize) {
-			n, regular, err := f.stat()
-			switch {
-			case err != nil:
-				return buf, err
-			case !regular:
-				return buf[:0], errNotRegular
-			case n > maxFileSize:
-				return buf[:0], errTooLarge
-			case n == 0:
-				limit = maxGeneratedSize
-			default:
-				limit = maxFileSize
-				size = int(n)
-			}
+	buf, eof, err := readHead(f, buf)
+	if eof || err != nil {
+		return buf, err
+	}
+	limit, size, err := sizeLimit(f)
+	if err != nil {
+		return buf[:0], err
+	}
+	return readRest(f, buf, limit, size)
+}
+
+// readHead reads into buf until it holds readBufferSize bytes, or all of
+// buf's room when that is less, or the file ends; eof tells which.
+func readHead(f file, buf []byte) (_ []byte, eof bool, err error) {
+	end := min(cap(buf), readBufferSize)
+	for len(buf) < end {
+		n, err := f.read(buf[len(buf):end])
+		buf = buf[:len(buf)+max(n, 0)]
+		switch {
+		case err == io.EOF || (err == nil && n == 0):
+			return buf, true, nil
+		case err != nil:
+			return buf, false, err
 		}
-		if len(buf) == cap(buf) || (limit >= 0 && len(buf) > limit) {
+	}
+	return buf, false, nil
+}
+
+// sizeLimit asks for f's size, for a file that did not end within its
+// first read: it returns how much of it may be read (maxFileSize, or
+// maxGeneratedSize for a file that says it is empty) and its size, or
+// errNotRegular or errTooLarge.
+func sizeLimit(f file) (limit, size int, err error) {
+	n, regular, err := f.stat()
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case !regular:
+		return 0, 0, errNotRegular
+	case n > maxFileSize:
+		return 0, 0, errTooLarge
+	case n == 0:
+		return maxGeneratedSize, 0, nil
+	}
+	return maxFileSize, int(n), nil
+}
+
+// readRest reads the rest of f after readHead, into buf grown as needed
+// up to limit bytes, and to size at once when size is not 0.
+func readRest(f file, buf []byte, limit, size int) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) || len(buf) > limit {
 			switch {
 			case len(buf) < limit:
 				buf = grow(buf, size, limit)
@@ -124,11 +165,7 @@ func readAll(f file, buf []byte) ([]byte, error) {
 				return buf, errTooLarge
 			}
 		}
-		end := cap(buf)
-		if limit < 0 {
-			end = min(end, readBufferSize)
-		}
-		n, err := f.read(buf[len(buf):end])
+		n, err := f.read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+max(n, 0)]
 		switch {
 		case err == io.EOF || (err == nil && n == 0):
@@ -137,6 +174,82 @@ func readAll(f file, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// errBinary is a file that readCandidate found a NUL byte in.
+var errBinary = errors.New("binary file")
+
+// readCandidate is readWith for a search: a file larger than its first
+// read is not read whole at once, but a window of whole lines at a time
+// into buf, whatever its size, and candidate is asked about each window's
+// lines. Only a file with a window that candidate is true for is then
+// read whole, from its start again, for use; the others (most large
+// files, for most searches) never take more memory than buf, which a
+// new process would have to fault in page by page. A file with a NUL
+// byte in a window is read no further: errBinary. candidate must be true
+// for lines whenever use could find a match in them, in the file whole.
+func readCandidate(f file, buf []byte, candidate func(lines []byte) bool, use func(content []byte)) ([]byte, error) {
+	if cap(buf) < readBufferSize || cap(buf) > keepBufferSize {
+		return readWith(f, buf, use)
+	}
+	buf, eof, err := readHead(f, buf[:0])
+	if err != nil {
+		return buf, err
+	}
+	if eof {
+		use(buf)
+		return buf, nil
+	}
+	limit, _, err := sizeLimit(f)
+	switch {
+	case err != nil:
+		return buf, err
+	case limit == maxGeneratedSize:
+		// Made up as it is read: read once, whole.
+		content, err := readRest(f, buf, limit, 0)
+		return used(content, err, use)
+	}
+	if bytes.IndexByte(buf, 0) >= 0 {
+		return buf, errBinary
+	}
+	window, total := buf, len(buf)
+	for {
+		cut := bytes.LastIndexByte(window, '\n') + 1
+		switch {
+		case cut > 0 && candidate(window[:cut]):
+			return readAgain(f, buf, use)
+		case cut == 0 && len(window) == cap(buf):
+			// A line longer than the buffer.
+			return readAgain(f, buf, use)
+		}
+		kept := copy(buf[:cap(buf)], window[cut:])
+		n, err := f.read(buf[kept:cap(buf)])
+		n = max(n, 0)
+		window = buf[:kept+n]
+		switch {
+		case err == io.EOF || (err == nil && n == 0):
+			// The last line, without a line break.
+			if kept > 0 && candidate(window) {
+				return readAgain(f, buf, use)
+			}
+			return buf, nil
+		case err != nil:
+			return buf, err
+		case bytes.IndexByte(window[kept:], 0) >= 0:
+			return buf, errBinary
+		}
+		if total += n; total > limit {
+			return buf, errTooLarge
+		}
+	}
+}
+
+// readAgain reads f whole from its start, for readCandidate.
+func readAgain(f file, buf []byte, use func(content []byte)) ([]byte, error) {
+	if err := f.rewind(); err != nil {
+		return buf, err
+	}
+	return readWith(f, buf, use)
 }
 
 // grow returns buf with room for at least size bytes and one more (the
@@ -319,6 +432,11 @@ func (f osFile) realPath() (string, bool) {
 		return "", false
 	}
 	return path, ok
+}
+
+func (f osFile) rewind() error {
+	_, err := f.f.Seek(0, io.SeekStart)
+	return err
 }
 
 func (f osFile) close() error { return f.f.Close() }

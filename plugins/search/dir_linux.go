@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -209,6 +210,11 @@ func (f fdFile) stat() (int64, bool, error) {
 }
 
 func (f fdFile) realPath() (string, bool) { return fdPath(int(f)) }
+
+func (f fdFile) rewind() error {
+	_, err := syscall.Seek(int(f), 0, io.SeekStart)
+	return err
+}
 
 func (f fdFile) close() error { return syscall.Close(int(f)) }
 

@@ -30,6 +30,12 @@ type matcher struct {
 	// that hold one are candidates too, decided by slow.
 	hazards [][]byte
 	slow    *regexp.Regexp
+	// lineLocal is true when whether a line matches depends on the line
+	// alone, and not on where the buffer it is searched in starts or
+	// ends: eachLine finds the same lines in any run of whole lines of a
+	// file as in the file whole. Only \A and \z tell a buffer's ends
+	// from a line's.
+	lineLocal bool
 }
 
 // newMatcher compiles a query: a literal unless isRegex, in RE2 syntax
@@ -64,6 +70,9 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 		return nil, fmt.Errorf("invalid regex %q: %v", query, err)
 	}
 	m := &matcher{re: re}
+	if multi, err := syntax.Parse(prefix+expr, flags); err == nil {
+		m.lineLocal = !hasTextAnchor(multi)
+	}
 	lit, litFold := requiredLiteral(parsed)
 	whole := parsed.Op == syntax.OpLiteral && len(lit) == len(parsed.Rune)
 	if len(lit) == 0 || (len(lit) == 1 && !whole && (litFold || lit[0] >= utf8.RuneSelf || byteRank[lit[0]] > rareEnough)) {
@@ -72,6 +81,8 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 		return m, nil
 	}
 	m.pre = newFinder([]byte(string(lit)), litFold)
+	// Each line holding the literal is decided on its own.
+	m.lineLocal = true
 	if whole {
 		m.re = nil
 	}
@@ -100,6 +111,25 @@ func matchesNewline(re *syntax.Regexp) bool {
 		}
 	}
 	return false
+}
+
+// hasTextAnchor reports whether re holds \A or \z (or ^ or $ made to
+// mean them with (?-m)).
+func hasTextAnchor(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpBeginText || re.Op == syntax.OpEndText {
+		return true
+	}
+	return slices.ContainsFunc(re.Sub, hasTextAnchor)
+}
+
+// any reports whether eachLine finds a line in buf.
+func (m *matcher) any(buf []byte) bool {
+	found := false
+	m.eachLine(buf, func(int, int) bool {
+		found = true
+		return false
+	})
+	return found
 }
 
 // rareEnough is the most common byte (by byteRank) that is worth looking

@@ -252,6 +252,7 @@ func (f *memFile) read(p []byte) (int, error) {
 func (f *memFile) stat() (int64, bool, error) { return f.size, f.regular, nil }
 func (f *memFile) realPath() (string, bool)   { return "", false }
 func (f *memFile) close() error               { return nil }
+func (f *memFile) rewind() error              { return errors.New("memFile cannot rewind") }
 
 // TestReadAllDecidesFromSize: a file is read whole up to the limit, and
 // no further than one buffer when its size or type rules it out.

@@ -88,6 +88,10 @@ func putBuffer(b []byte) {
 	}
 }
 
+// windowedReads lets visit read large files a window at a time (see
+// readCandidate); tests turn it off to compare.
+var windowedReads = true
+
 // visit searches a file the walk found.
 func (s *textSearch) visit(w *textWorker, e *entry) {
 	if e.typ != 0 && e.typ&fs.ModeSymlink == 0 {
@@ -108,7 +112,7 @@ func (s *textSearch) visit(w *textWorker, e *entry) {
 		}
 		return
 	}
-	w.buf, err = readWith(f, w.buf, func(content []byte) {
+	use := func(content []byte) {
 		r := s.search(w, content, func() string { return displayPath(e.dir.start.rootPath, e.rel()) })
 		if r.matches == 0 || bytes.IndexByte(content, 0) >= 0 {
 			return // no match, or binary
@@ -118,9 +122,15 @@ func (s *textSearch) visit(w *textWorker, e *entry) {
 			return
 		}
 		s.coll.add(r)
-	})
+	}
+	if s.m.lineLocal && windowedReads {
+		w.buf, err = readCandidate(f, w.buf, s.m.any, use)
+	} else {
+		w.buf, err = readWith(f, w.buf, use)
+	}
 	f.close()
 	switch {
+	case errors.Is(err, errBinary):
 	case errors.Is(err, errTooLarge):
 		s.tooLarge.Add(1)
 	case errors.Is(err, errNoEnd):
