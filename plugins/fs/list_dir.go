@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/workspace"
@@ -109,12 +110,14 @@ func (l *lister) list(rel string, level int) error {
 	if err != nil {
 		return pathErr(l.at(rel), err)
 	}
-	entries, err := readEntries(l.p.Root, rel, dir)
+	// A hidden entry left out is only counted: it needs no stat.
+	entries, err := readEntries(dir, func(name string) bool {
+		return l.hidden || !strings.HasPrefix(name, ".")
+	})
 	dir.Close()
 	if err != nil {
 		return pathErr(l.at(rel), err)
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	indent := strings.Repeat("  ", level)
 	out := &l.out
 	for _, e := range entries {
@@ -125,31 +128,31 @@ func (l *lister) list(rel string, level int) error {
 			}
 			continue
 		}
-		descend := e.err == nil && e.info.IsDir() && e.info.Mode()&fs.ModeSymlink == 0 && level+1 < l.depth
+		descend := e.err == nil && e.mode.IsDir() && level+1 < l.depth
 		if l.shown < l.limit {
 			out.WriteString(indent)
 			out.WriteString(textsafe.Name(name))
-			switch info := e.info; {
+			switch {
 			case e.err != nil:
 				out.WriteString(" [")
 				out.WriteString(workspace.Reason(e.err))
 				out.WriteString("]")
-			case info.Mode()&fs.ModeSymlink != 0:
+			case e.mode&fs.ModeSymlink != 0:
 				target, err := l.p.Root.Readlink(filepath.Join(rel, name))
 				if err != nil {
 					target = "?"
 				}
 				out.WriteString(" -> ")
 				out.WriteString(textsafe.Name(target))
-			case info.IsDir():
+			case e.mode.IsDir():
 				out.WriteString("/")
-			case info.Mode().IsRegular():
+			case e.mode.IsRegular():
 				out.WriteString(" (")
-				out.WriteString(formatSize(info.Size()))
+				out.WriteString(formatSize(e.size))
 				out.WriteString(")")
 			default:
 				out.WriteString(" [")
-				out.WriteString(kindOf(info.Mode()))
+				out.WriteString(kindOf(e.mode))
 				out.WriteString("]")
 			}
 			out.WriteString("\n")
@@ -173,51 +176,88 @@ func (l *lister) list(rel string, level int) error {
 	return nil
 }
 
-// entry is a directory entry: its name, and its Lstat or why that failed.
+// entry is a directory entry as its Lstat shows it, or with the reason
+// it could not be stat'ed.
 type entry struct {
 	name string
-	info fs.FileInfo
+	mode fs.FileMode // the type bits
+	size int64
 	err  error
 }
 
-// readEntries reads the entries of dir, the directory rel of root, each
-// with its Lstat. For a directory opened in a root, ReadDir stats each
-// entry relative to the directory's own descriptor (fstatat, never
-// following a link), so nothing leaves the directory os.Root opened, at
-// one call per entry. If an entry cannot be stat'ed (a directory that may
-// be read but not searched), ReadDir stops: then each entry is stat'ed on
-// its own through the root, and one that fails is kept with its error, to
-// be shown in its place. An entry removed since it was listed is left
-// out.
-func readEntries(root *os.Root, rel string, dir *os.File) ([]entry, error) {
-	des, err := dir.ReadDir(-1)
-	if err == nil {
-		entries := make([]entry, 0, len(des))
-		for _, de := range des {
-			info, err := de.Info() // stat'ed by ReadDir already
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			entries = append(entries, entry{name: de.Name(), info: info, err: err})
-		}
-		return entries, nil
-	}
-	if _, serr := dir.Seek(0, io.SeekStart); serr != nil {
-		return nil, err
-	}
+// readEntries reads the entries of dir, a directory opened in a root, in
+// name order. An entry for which stat says so is stat'ed (lstat: a link
+// is not followed); the others are returned with their names alone. An
+// entry removed since it was listed is left out; one that cannot be
+// stat'ed (a directory that may be read but not searched) is kept, with
+// the reason.
+//
+// Each stat is an fstatat of one name relative to dir's own descriptor:
+// it cannot leave the directory that os.Root opened, and it costs one
+// system call an entry, where going through the root again costs three.
+func readEntries(dir *os.File, stat func(name string) bool) ([]entry, error) {
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		return nil, err
 	}
+	slices.Sort(names)
+	conn, err := dir.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
 	entries := make([]entry, 0, len(names))
-	for _, name := range names {
-		info, err := root.Lstat(filepath.Join(rel, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since it was listed
+	cerr := conn.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		for _, name := range names {
+			if !stat(name) {
+				entries = append(entries, entry{name: name})
+				continue
+			}
+			err := lstatat(int(fd), name, &st)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed since it was listed
+			}
+			e := entry{name: name, err: err}
+			if err == nil {
+				e.mode, e.size = typeBits(uint32(st.Mode)), int64(st.Size)
+			}
+			entries = append(entries, e)
 		}
-		entries = append(entries, entry{name: name, info: info, err: err})
+	})
+	if cerr != nil {
+		return nil, cerr
 	}
 	return entries, nil
+}
+
+// lstatat stats name in the directory fd, without following a link.
+func lstatat(fd int, name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// typeBits are the fs.FileMode type bits of a stat mode, as os.Lstat
+// sets them.
+func typeBits(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return 0
 }
 
 // at is the listed path's entry rel, named for errors as the model would
