@@ -15,8 +15,9 @@ import (
 // matcher finds the lines of a buffer that match a query. It never runs a
 // regular expression on a whole file when it can avoid it: a literal that
 // every match contains (the whole query, for literal searches) is found
-// first with a byte search, and the expression runs only on the lines
-// that hold it.
+// first with a byte search, the bytes around it checked against what the
+// regex requires there (its guard), and the expression runs only on the
+// lines where both hold.
 type matcher struct {
 	// pre is a literal that every matching line contains; nil when the
 	// query has none worth searching for.
@@ -36,12 +37,21 @@ type matcher struct {
 	// file as in the file whole. Only \A and \z tell a buffer's ends
 	// from a line's.
 	lineLocal bool
+	// guard is what the bytes around pre must be for a match (see
+	// guard); when it says all the regex says, re is nil.
+	guard guard
 }
 
 // newMatcher compiles a query: a literal unless isRegex, in RE2 syntax
 // otherwise, matched case-insensitively (Unicode simple folding, like
 // ripgrep's -i) when fold.
 func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
+	return compileMatcher(query, isRegex, fold, true)
+}
+
+// compileMatcher is newMatcher, with guards only if guarded: tests
+// compare.
+func compileMatcher(query string, isRegex, fold, guarded bool) (*matcher, error) {
 	if query == "" {
 		return nil, errors.New("query is empty")
 	}
@@ -75,15 +85,22 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 	}
 	lit, litFold := requiredLiteral(parsed)
 	whole := parsed.Op == syntax.OpLiteral && len(lit) == len(parsed.Rune)
-	if len(lit) == 0 || (len(lit) == 1 && !whole && (litFold || lit[0] >= utf8.RuneSelf || byteRank[lit[0]] > rareEnough)) {
+	var g guard
+	complete := false
+	if guarded {
+		g, complete = literalGuard(parsed, lit, litFold)
+	}
+	if len(lit) == 0 || (len(lit) == 1 && !whole && g.empty() && (litFold || lit[0] >= utf8.RuneSelf || byteRank[lit[0]] > rareEnough)) {
 		// Nothing to look for, or a byte so common that looking for it
-		// first would cost more than it saves.
+		// first would cost more than it saves (unless a guard makes
+		// each place it is found cheap to pass by).
 		return m, nil
 	}
 	m.pre = newFinder([]byte(string(lit)), litFold)
+	m.guard = g
 	// Each line holding the literal is decided on its own.
 	m.lineLocal = true
-	if whole {
+	if whole || complete {
 		m.re = nil
 	}
 	if litFold {
@@ -146,9 +163,14 @@ func (m *matcher) eachLine(buf []byte, fn func(start, end int) bool) {
 	}
 	hazards := m.hazardLines(buf)
 	s := scanner{f: m.pre, buf: buf, lo: -2, up: -2}
+	guarded := !m.guard.empty()
 	for from := 0; from < len(buf); {
 		start, end := len(buf)+1, len(buf)
-		if off := s.next(from); off >= 0 {
+		off := s.next(from)
+		for guarded && off >= 0 && !m.guard.holds(buf, off, len(m.pre.lit)) {
+			off = s.next(off + 1)
+		}
+		if off >= 0 {
 			start, end = lineAt(buf, off)
 		}
 		// The lines before that one that only a hazard makes candidates.
