@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -151,16 +152,16 @@ func within(inner, outer workspace.Path) bool {
 // binary units with one decimal ("1.2 KiB", "3.0 MiB").
 func formatSize(n int64) string {
 	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
+		return strconv.FormatInt(n, 10) + " B"
 	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	units := [...]string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	v := float64(n) / 1024
 	u := 0
 	for v >= 1024 && u < len(units)-1 {
 		v /= 1024
 		u++
 	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
 }
 
 // pathErr says what went wrong with an operation on p in the tool's
