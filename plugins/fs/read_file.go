@@ -31,6 +31,8 @@ const (
 	// sniffSize is how much of a file is checked for NUL bytes and invalid
 	// utf-8 before it is read as text.
 	sniffSize = 8 << 10
+	// readBuffer is the most read_file reads a file through at once.
+	readBuffer = 64 << 10
 )
 
 type readFileInput struct {
@@ -126,7 +128,9 @@ func readText(ctx context.Context, f *os.File, arg string, size int64, in readFi
 	notText := func() error {
 		return fmt.Errorf("%s is not utf-8 text (%d bytes): read it with encoding base64", arg, size)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	// The buffer holds the whole of a small file, and never less than
+	// the head that is sniffed.
+	br := bufio.NewReaderSize(f, int(min(max(size+1, sniffSize), readBuffer)))
 	head, _ := br.Peek(sniffSize)
 	if looksBinary(head) {
 		return "", notText()
