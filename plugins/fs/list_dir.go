@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -106,7 +107,9 @@ func (l *lister) list(rel string, level int) error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
-	dir, err := l.p.Root.Open(rel)
+	// Without blocking: a FIFO swapped in cannot hang the call, and Go
+	// then spares the calls that try to make the descriptor pollable.
+	dir, err := l.p.Root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return pathErr(l.at(rel), err)
 	}
