@@ -2,7 +2,9 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 )
 
 // A walk reaches everything below its start through descriptors, and a
@@ -59,18 +61,41 @@ func (p place) inside(path string) bool {
 
 // keepInside returns the paths (rel gives each one's path relative to ws)
 // that name something inside ws now, resolved from ws down without
-// following symbolic links or "..". It reuses the paths' array.
+// following symbolic links or "..". It reuses the paths' array. Each
+// path is resolved on its own, in one system call; the paths are split
+// between a few goroutines, one a CPU.
 func keepInside[T any](ws *os.Root, paths []T, rel func(T) string) []T {
-	b := openBeneath(ws)
-	defer b.close()
+	inside := make([]bool, len(paths))
+	parts := min(runtime.GOMAXPROCS(0), (len(paths)+keepChunk-1)/keepChunk)
+	var wg sync.WaitGroup
+	for k := range parts {
+		lo, hi := k*len(paths)/parts, (k+1)*len(paths)/parts
+		check := func() {
+			b := openBeneath(ws)
+			defer b.close()
+			for i := lo; i < hi; i++ {
+				inside[i] = b.exists(rel(paths[i]))
+			}
+		}
+		if k == parts-1 {
+			check()
+		} else {
+			wg.Go(check)
+		}
+	}
+	wg.Wait()
 	kept := paths[:0]
-	for _, p := range paths {
-		if b.exists(rel(p)) {
+	for i, p := range paths {
+		if inside[i] {
 			kept = append(kept, p)
 		}
 	}
+	clear(paths[len(kept):])
 	return kept
 }
+
+// keepChunk is the fewest paths keepInside gives a goroutine of its own.
+const keepChunk = 256
 
 // holds reports whether what h is open on is inside the root now; h is a
 // file or a dirHandle.

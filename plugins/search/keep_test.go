@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestKeepInside: of many paths, split between goroutines, keepInside
+// keeps those that name something inside the root, in their order, and
+// drops those removed, those reached through a symbolic link and those
+// that never were.
+func TestKeepInside(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{}
+	for i := range 1000 {
+		files[fmt.Sprintf("d%d/f%03d.txt", i%7, i)] = "x"
+	}
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "f000.txt"), []byte("x"), 0o644)
+	files["link"] = "-> " + outside
+	root := writeTree(t, files)
+	var paths, want []string
+	for i := range 1000 {
+		p := fmt.Sprintf("d%d/f%03d.txt", i%7, i)
+		paths = append(paths, p)
+		switch {
+		case i%13 == 0:
+			os.Remove(filepath.Join(root, p))
+		case i%17 == 0:
+			paths = append(paths, "link/f000.txt", fmt.Sprintf("d%d/none%d.txt", i%7, i))
+			want = append(want, p)
+		default:
+			want = append(want, p)
+		}
+	}
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	got := keepInside(ws, paths, func(p string) string { return filepath.FromSlash(p) })
+	if !slices.Equal(got, want) {
+		t.Errorf("keepInside kept %d paths, want %d:\n%q", len(got), len(want), got)
+	}
+}
