@@ -79,6 +79,10 @@ func (d fdDir) readDir() ([]dirEntry, error) {
 		if n <= 0 {
 			return ents, nil
 		}
+		if ents == nil {
+			// Room for the entries of a buffer of names of average length.
+			ents = make([]dirEntry, 0, n/32+1)
+		}
 		ents = d.parseDirents(buf[:n], ents)
 	}
 }

@@ -46,3 +46,20 @@ func TestKeepInside(t *testing.T) {
 		t.Errorf("keepInside kept %d paths, want %d:\n%q", len(got), len(want), got)
 	}
 }
+
+// TestDisplayPath: a path is reported relative to its root unless the
+// absolute path is no longer, as the join of the two says.
+func TestDisplayPath(t *testing.T) {
+	t.Parallel()
+	for _, root := range []string{"/", "/w", "/a/b/", "/a//b", ""} {
+		for _, rel := range []string{"", ".", "a", "a/b.go", "a/../b", "./a", "a//b", "..", "../x", "/abs", "a/", "ab/c/./d"} {
+			want := filepath.FromSlash(rel)
+			if abs := filepath.Join(root, want); len(abs) <= len(want) {
+				want = abs
+			}
+			if got := displayPath(root, rel); got != want {
+				t.Errorf("displayPath(%q, %q) = %q, want %q", root, rel, got, want)
+			}
+		}
+	}
+}

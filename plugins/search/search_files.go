@@ -159,8 +159,16 @@ func (g *globWalk) run(ctx context.Context, start *walkStart, limit int) (found 
 	}
 	visit := func(out *foundSet, e *entry) {
 		isDir := e.typ.IsDir()
-		if (isDir || !g.dirsOnly) && doublestar.MatchUnvalidated(g.pattern, e.baseRel()) {
-			out.add(foundPath{key: displayPath(e.dir.start.rootPath, e.rel()), isDir: isDir})
+		if isDir || !g.dirsOnly {
+			base := e.baseRel()
+			if !doublestar.MatchUnvalidated(g.pattern, base) {
+				return
+			}
+			rel := base
+			if e.dir.rel != e.dir.baseRel {
+				rel = e.rel()
+			}
+			out.add(foundPath{key: displayPath(e.dir.start.rootPath, rel), isDir: isDir})
 		}
 	}
 	report, err = walk(ctx, []*walkStart{start}, g.opts, newState, visit)

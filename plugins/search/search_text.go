@@ -200,6 +200,11 @@ func displayArg(p workspace.Path) string {
 // root when that is shorter, like workspace.Path.Display.
 func displayPath(rootPath, rel string) string {
 	rel = filepath.FromSlash(rel)
+	if rootPath != "" && rel != "." && filepath.IsLocal(rel) && filepath.Clean(rel) == rel {
+		// The path joined to the root is longer, whatever the root: the
+		// walk's paths, without a join to allocate.
+		return rel
+	}
 	if abs := filepath.Join(rootPath, rel); len(abs) <= len(rel) {
 		return abs
 	}

@@ -347,7 +347,7 @@ func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel st
 	d.ignores = ignores.withRules(rel, contents...)
 
 	descend := w.opts.maxDepth == 0 || depth+1 < w.opts.maxDepth
-	var files []entry
+	files := make([]entry, 0, len(ents))
 	for _, de := range ents {
 		name := de.name
 		if name == ".git" || (!w.opts.hidden && strings.HasPrefix(name, ".")) {
