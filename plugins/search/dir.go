@@ -103,7 +103,7 @@ func used(content []byte, err error, use func(content []byte)) ([]byte, error) {
 // there when the file is not a regular one or is larger than maxFileSize;
 // most files fit in the first read and are read without that extra call.
 func readAll(f file, buf []byte) ([]byte, error) {
-	buf, eof, err := readHead(f, buf)
+	buf, eof, err := readHead(f, buf, false)
 	if eof || err != nil {
 		return buf, err
 	}
@@ -115,10 +115,13 @@ func readAll(f file, buf []byte) ([]byte, error) {
 }
 
 // readHead reads into buf until it holds readBufferSize bytes, or all of
-// buf's room when that is less, or the file ends; eof tells which.
-func readHead(f file, buf []byte) (_ []byte, eof bool, err error) {
+// buf's room when that is less, or the file ends; eof tells which. With
+// shortEnds, a read that returns less than it asked for ends the file
+// (see wholeReadFileSystems).
+func readHead(f file, buf []byte, shortEnds bool) (_ []byte, eof bool, err error) {
 	end := min(cap(buf), readBufferSize)
 	for len(buf) < end {
+		asked := end - len(buf)
 		n, err := f.read(buf[len(buf):end])
 		buf = buf[:len(buf)+max(n, 0)]
 		switch {
@@ -126,6 +129,8 @@ func readHead(f file, buf []byte) (_ []byte, eof bool, err error) {
 			return buf, true, nil
 		case err != nil:
 			return buf, false, err
+		case shortEnds && n < asked:
+			return buf, true, nil
 		}
 	}
 	return buf, false, nil
@@ -188,11 +193,12 @@ var errBinary = errors.New("binary file")
 // new process would have to fault in page by page. A file with a NUL
 // byte in a window is read no further: errBinary. candidate must be true
 // for lines whenever use could find a match in them, in the file whole.
-func readCandidate(f file, buf []byte, candidate func(lines []byte) bool, use func(content []byte)) ([]byte, error) {
+// shortEnds is as for readHead.
+func readCandidate(f file, buf []byte, shortEnds bool, candidate func(lines []byte) bool, use func(content []byte)) ([]byte, error) {
 	if cap(buf) < readBufferSize || cap(buf) > keepBufferSize {
 		return readWith(f, buf, use)
 	}
-	buf, eof, err := readHead(f, buf[:0])
+	buf, eof, err := readHead(f, buf[:0], shortEnds)
 	if err != nil {
 		return buf, err
 	}

@@ -41,10 +41,20 @@ func fileSystemOf(mounts map[string]string, path string) string {
 // (mount point → file system type), as paths relative to dir.
 func kernelMountsBelow(mounts map[string]string, dir string) []string {
 	var below []string
-	for point, fsType := range mounts {
-		if !kernelFileSystems[fsType] {
-			continue
+	for rel, fsType := range mountsBelow(mounts, dir) {
+		if kernelFileSystems[fsType] {
+			below = append(below, rel)
 		}
+	}
+	return below
+}
+
+// mountsBelow returns the mount points that lie strictly below dir (a
+// path as the kernel names it), among mounts, as paths relative to dir,
+// with their file system types.
+func mountsBelow(mounts map[string]string, dir string) map[string]string {
+	var below map[string]string
+	for point, fsType := range mounts {
 		var rel string
 		switch {
 		case dir == "/":
@@ -53,10 +63,27 @@ func kernelMountsBelow(mounts map[string]string, dir string) []string {
 			rel = point[len(dir)+1:]
 		}
 		if rel != "" {
-			below = append(below, rel)
+			if below == nil {
+				below = map[string]string{}
+			}
+			below[rel] = fsType
 		}
 	}
 	return below
+}
+
+// wholeReadFileSystems are the file systems whose regular files a read
+// fills as far as the file goes: a read that returns less than it was
+// asked for has reached the end of the file, and the walk's reads do not
+// ask again to be told so (a read more per file, the most common system
+// call of a search). Elsewhere (FUSE, whose servers may answer a read
+// short, and file systems not known here) a file is read until a read
+// returns nothing.
+var wholeReadFileSystems = map[string]bool{
+	"btrfs": true, "erofs": true, "exfat": true, "ext2": true, "ext3": true,
+	"ext4": true, "f2fs": true, "iso9660": true, "nfs": true, "nfs4": true,
+	"ntfs3": true, "overlay": true, "ramfs": true, "squashfs": true,
+	"tmpfs": true, "vfat": true, "xfs": true, "zfs": true,
 }
 
 // parseMountInfo reads /proc/self/mountinfo's lines into mount point →

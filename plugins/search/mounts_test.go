@@ -45,3 +45,33 @@ bad line
 		}
 	}
 }
+
+// TestWholeReadsByMount: the walk counts on a short read to end a file
+// only in the file systems known to fill reads, from the start's file
+// system down and at each mount point below it, and never without the
+// mount table.
+func TestWholeReadsByMount(t *testing.T) {
+	t.Parallel()
+	info := `25 1 8:1 / / rw shared:1 - ext4 /dev/sda1 rw
+26 25 0:23 / /w/fuse rw - fuse.sshfs host:/x rw
+27 26 0:24 / /w/fuse/tmp rw - tmpfs tmpfs rw
+28 25 0:25 / /w/proc rw - proc proc rw
+`
+	mounts := parseMountInfo([]byte(info))
+	below := mountsBelow(mounts, "/w")
+	want := map[string]bool{"fuse": false, "fuse/tmp": true, "proc": false}
+	if len(below) != len(want) {
+		t.Fatalf("mountsBelow(/w) = %v, want the mount points of %v", below, want)
+	}
+	for rel, whole := range want {
+		if got := wholeReadFileSystems[below[rel]]; got != whole {
+			t.Errorf("%s (%s): whole reads %v, want %v", rel, below[rel], got, whole)
+		}
+	}
+	if !wholeReadFileSystems[fileSystemOf(mounts, "/w")] || wholeReadFileSystems[fileSystemOf(nil, "/w")] {
+		t.Errorf("ext4 must fill reads, and no file system without a mount table")
+	}
+	if mountsBelow(mounts, "/w/fuse/tmp") != nil {
+		t.Errorf("mount points below a leaf: %v", mountsBelow(mounts, "/w/fuse/tmp"))
+	}
+}

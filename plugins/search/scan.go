@@ -124,7 +124,10 @@ func (s *textSearch) visit(w *textWorker, e *entry) {
 		s.coll.add(r)
 	}
 	if s.m.lineLocal && windowedReads {
-		w.buf, err = readCandidate(f, w.buf, s.m.any, use)
+		// A regular file where reads fill what they can needs no read
+		// to tell its end.
+		shortEnds := e.typ == 0 && e.dir.wholeReads
+		w.buf, err = readCandidate(f, w.buf, shortEnds, s.m.any, use)
 	} else {
 		w.buf, err = readWith(f, w.buf, use)
 	}

@@ -40,6 +40,11 @@ type walkStart struct {
 	place  place           // where ws is, to check what the walk reads
 	skip   map[string]bool // the mount points of kernel file systems below the start, relative to ws
 	kernel bool            // the start is in a kernel file system
+	// wholeReads tells whether the start is in one of the
+	// wholeReadFileSystems, and mounts whether each mount point below it
+	// (relative to ws) is.
+	wholeReads bool
+	mounts     map[string]bool
 }
 
 // walkReport is what a walk left out.
@@ -101,6 +106,9 @@ type dirNode struct {
 	depth   int // 0 for the start
 	ignores *ignoreList
 	refs    atomic.Int32
+	// wholeReads tells whether the directory is in one of the
+	// wholeReadFileSystems.
+	wholeReads bool
 }
 
 func (d *dirNode) acquire() { d.refs.Add(1) }
@@ -164,14 +172,22 @@ func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, new
 		if i == 0 {
 			mounts = currentMounts()
 		}
-		s.skip, s.kernel = nil, false
+		s.skip, s.kernel, s.wholeReads, s.mounts = nil, false, false, nil
 		if dir, ok := h.realPath(); ok {
-			s.kernel = kernelFileSystems[fileSystemOf(mounts, dir)]
-			for _, rel := range kernelMountsBelow(mounts, dir) {
-				if s.skip == nil {
-					s.skip = map[string]bool{}
+			fsType := fileSystemOf(mounts, dir)
+			s.kernel = kernelFileSystems[fsType]
+			s.wholeReads = wholeReadFileSystems[fsType]
+			for rel, fsType := range mountsBelow(mounts, dir) {
+				if s.mounts == nil {
+					s.mounts = map[string]bool{}
 				}
-				s.skip[joinRel(s.rel, rel)] = true
+				s.mounts[joinRel(s.rel, rel)] = wholeReadFileSystems[fsType]
+				if kernelFileSystems[fsType] {
+					if s.skip == nil {
+						s.skip = map[string]bool{}
+					}
+					s.skip[joinRel(s.rel, rel)] = true
+				}
 			}
 		}
 	}
@@ -261,11 +277,17 @@ func (w *walker[S]) work(state S) {
 			w.visitFiles(state, t.dir, t.files)
 			t.dir.release()
 		case t.start != nil:
-			w.list(state, t.h, t.start, t.start.rel, t.start.baseRel, 0, w.startIgnores(t.start))
+			d := &dirNode{h: t.h, start: t.start, rel: t.start.rel, baseRel: t.start.baseRel, wholeReads: t.start.wholeReads}
+			w.list(state, d, w.startIgnores(t.start))
 		default:
 			h, err := t.parent.h.openDir(t.name)
 			if err == nil {
-				w.list(state, h, t.parent.start, joinRel(t.parent.rel, t.name), joinRel(t.parent.baseRel, t.name), t.parent.depth+1, t.parent.ignores)
+				p := t.parent
+				d := &dirNode{h: h, start: p.start, rel: joinRel(p.rel, t.name), baseRel: joinRel(p.baseRel, t.name), depth: p.depth + 1, wholeReads: p.wholeReads}
+				if whole, ok := p.start.mounts[d.rel]; ok {
+					d.wholeReads = whole
+				}
+				w.list(state, d, p.ignores)
 			}
 			t.parent.release()
 		}
@@ -313,10 +335,11 @@ func (w *walker[S]) startIgnores(s *walkStart) *ignoreList {
 	return list
 }
 
-// list reads an open directory, queues its subdirectories and its files,
-// and visits the first files itself.
-func (w *walker[S]) list(state S, h dirHandle, start *walkStart, rel, baseRel string, depth int, ignores *ignoreList) {
-	d := &dirNode{h: h, start: start, rel: rel, baseRel: baseRel, depth: depth}
+// list reads d, a directory just opened, queues its subdirectories and
+// its files, and visits the first files itself; ignores are the ignore
+// rules of the directories above.
+func (w *walker[S]) list(state S, d *dirNode, ignores *ignoreList) {
+	h, start, rel, depth := d.h, d.start, d.rel, d.depth
 	d.refs.Store(1)
 	defer d.release()
 

@@ -105,3 +105,33 @@ func TestWalkPortable(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkKnowsWholeReads: every directory of a walk knows whether its
+// file system fills reads, as the mount table says of the start.
+func TestWalkKnowsWholeReads(t *testing.T) {
+	t.Parallel()
+	root := writeTree(t, map[string]string{"a.txt": "a", "d/e/b.txt": "b"})
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wholeReadFileSystems[fileSystemOf(currentMounts(), real)]
+	var mu sync.Mutex
+	seen := 0
+	_, err = walk(t.Context(), []*walkStart{{ws: ws, rootPath: root}}, walkOptions{}, func() int { return 0 }, func(_ int, e *entry) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen++
+		if e.dir.wholeReads != want {
+			t.Errorf("%s: wholeReads %v, want %v", e.rel(), e.dir.wholeReads, want)
+		}
+	})
+	if err != nil || seen != 4 {
+		t.Fatalf("walk: %v, %d entries", err, seen)
+	}
+}

@@ -110,7 +110,7 @@ func TestReadCandidate(t *testing.T) {
 			buf := make([]byte, 0, readBufferSize+rng.IntN(3)*rng.IntN(readBufferSize))
 			var got []byte
 			called := false
-			_, err = readCandidate(f, buf, m.any, func(content []byte) {
+			_, err = readCandidate(f, buf, rng.IntN(2) == 0, m.any, func(content []byte) {
 				called = true
 				got = bytes.Clone(content)
 			})
@@ -126,6 +126,43 @@ func TestReadCandidate(t *testing.T) {
 			case want && !called:
 				t.Fatalf("query %q: the text matches, and use was not called (%d bytes, buffer %d)", q.query, len(text), cap(buf))
 			}
+		}
+	}
+}
+
+// shortReader is a memFile whose reads return at most chunk bytes, as a
+// FUSE server or a file made up by the kernel may.
+type shortReader struct {
+	rewindFile
+	chunk int
+}
+
+func (f *shortReader) read(p []byte) (int, error) {
+	return f.rewindFile.read(p[:min(len(p), f.chunk)])
+}
+
+// TestShortReadsEndOnlyWhenTrusted: a read that returns less than it
+// asked for ends a file only with shortEnds; without, the whole file is
+// read, whatever its reads return.
+func TestShortReadsEndOnlyWhenTrusted(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("a line of text\n", 100) + "needle\n"
+	m, err := newMatcher("needle", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shortEnds := range []bool{false, true} {
+		f := &shortReader{rewindFile: rewindFile{memFile: memFile{data: []byte(text), size: int64(len(text)), regular: true}, all: []byte(text)}, chunk: 100}
+		var got string
+		_, err := readCandidate(f, make([]byte, 0, readBufferSize), shortEnds, m.any, func(content []byte) { got = string(content) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := text; !shortEnds && got != want {
+			t.Errorf("without shortEnds: read %d bytes of %d", len(got), len(want))
+		}
+		if want := text[:100]; shortEnds && got != want {
+			t.Errorf("with shortEnds: read %d bytes, want the first read's %d", len(got), len(want))
 		}
 	}
 }
