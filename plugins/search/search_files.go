@@ -98,6 +98,11 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
 		return strings.Join(append([]string{noFiles(in.Pattern, base)}, notes...), "\n"), nil
 	}
 	var sb strings.Builder
+	size := 0
+	for _, f := range found {
+		size += len(f.key) + 2
+	}
+	sb.Grow(min(size, maxOutputBytes) + 4096)
 	for i, f := range found {
 		if sb.Len() >= maxOutputBytes {
 			fmt.Fprintf(&sb, "... and %d more (the output stops after %d MiB: narrow the pattern)\n", total-i, maxOutputBytes>>20)

@@ -111,6 +111,11 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 	if total == 0 {
 		fmt.Fprintf(&sb, "No matches for %q in %s\n", in.Query, strings.Join(display, ", "))
 	} else {
+		size := 0
+		for _, f := range results {
+			size += f.size
+		}
+		sb.Grow(min(size, maxOutputBytes) + 4096)
 		written := formatMatches(&sb, results, around > 0)
 		switch {
 		case written < min(limit, total):
