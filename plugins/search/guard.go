@@ -217,3 +217,94 @@ func classSet(re *syntax.Regexp) (s byteSet, ok bool) {
 	}
 	return s, true
 }
+
+// A byteRun is a run of bytes of one set that every match of a regex
+// holds, for a regex without a literal to look for: `[A-Z]{5,}[0-9]+`
+// holds five upper-case letters in a row. next finds one by looking at
+// every n-th byte only, as a run of n must cover one of them: a regex
+// without a literal, which Go's regexp would run over every byte, is run
+// only on the lines that hold such a run. A run of an open repeat can
+// have a guard: when the part next to it cannot match a byte of the run,
+// a match's run is the whole run found, and the bytes around it are
+// checked as a literal's guard.
+type byteRun struct {
+	set byteSet
+	n   int
+	// guard is checked around the whole run; complete is as for
+	// literalGuard.
+	guard    guard
+	complete bool
+}
+
+// requiredRun returns the longest run of one byte set that a part of re,
+// a parsed regex, matches in every match: a repeat, at least twice, of a
+// part that matches one ASCII byte; nil when there is none.
+func requiredRun(re *syntax.Regexp) *byteRun {
+	items := sequence(re, nil)
+	best := -1
+	var r byteRun
+	for i, it := range items {
+		switch it.Op {
+		case syntax.OpRepeat, syntax.OpPlus:
+		default:
+			continue
+		}
+		least, _ := repeatBounds(it)
+		s, ok := oneByte(it.Sub[0])
+		if !ok || least < 2 || (best >= 0 && least <= r.n) {
+			continue
+		}
+		best, r = i, byteRun{set: s, n: least}
+	}
+	if best < 0 {
+		return nil
+	}
+	if _, most := repeatBounds(items[best]); most < 0 {
+		before := slices.Clone(items[:best])
+		slices.Reverse(before)
+		var whole [2]bool
+		r.guard.before, whole[0] = byteSets(before, true)
+		r.guard.after, whole[1] = byteSets(items[best+1:], false)
+		if len(r.guard.before) > 0 && r.guard.before[0].meets(&r.set) {
+			r.guard.before, whole[0] = nil, false
+		}
+		if len(r.guard.after) > 0 && r.guard.after[0].meets(&r.set) {
+			r.guard.after, whole[1] = nil, false
+		}
+		r.complete = whole[0] && whole[1]
+	}
+	return &r
+}
+
+// meets reports whether s and t have a byte in common.
+func (s *byteSet) meets(t *byteSet) bool {
+	return s[0]&t[0] != 0 || s[1]&t[1] != 0 || s[2]&t[2] != 0 || s[3]&t[3] != 0
+}
+
+// next returns the offset of the first run of at least n bytes of the
+// set in buf[from:] with the guard around it, or -1; buf[from-1], if
+// any, is not in the set. It reads every n-th byte; on one in the set it
+// reads around it for the run.
+func (r *byteRun) next(buf []byte, from int) int {
+	guarded := !r.guard.empty()
+	for i := from + r.n - 1; i < len(buf); {
+		if !r.set.has(buf[i]) {
+			i += r.n
+			continue
+		}
+		lo := i
+		for lo > from && r.set.has(buf[lo-1]) {
+			lo--
+		}
+		hi := i + 1
+		for hi < len(buf) && (guarded || hi-lo < r.n) && r.set.has(buf[hi]) {
+			hi++
+		}
+		if hi-lo >= r.n && (!guarded || r.guard.holds(buf, lo, hi-lo)) {
+			return lo
+		}
+		// buf[hi] is not in the set: a run starts after it.
+		i = hi + r.n
+	}
+	return -1
+}

@@ -61,6 +61,9 @@ var guardQueries = []string{
 	`[A-Z]{5,}_[A-Z]+`, `[AB]{2,}_[AB]+`, `[ab]{2}_`, `_[ab]*`, `[ab]?_`, `\d+_`, `_\d{2}`, `a[^b]_`, `a[\t ]+b`,
 	`[ab]\s_`, `(?i)[ab]_[k]`, `(?i)k_s`, `(?i)AB_`, `^[ab]+_`, `_[ab]$`, `\b[ab]_`, `[ab]{40}_`, `([ab]+)_(a)`,
 	`a[\n ]b`, `[^_]_[^_]`, `[ab]_[ab]_`, `x{2}_.`, `é[ab]_`, `[ab]_é`, `(?i)é_[ab]`, `_[ab]{1,3}a`,
+	// Without a literal: runs.
+	`[AB]{3,}[01]`, `[ab]{2}`, `\d{2,}`, `[AB]{4}`, `a{3,}`, `(?i)[ab]{3}`, `[^a]{3}`, `^[ab]{2,}$`, `\b[ab]{3}\b`, `([ab]{2})+x`, `[ab]{2,}\z`,
+	`x[ab]{2,}[01]{2}`, `[ab]{2,}[b_]`, `[AB]{2,}[01]*x`, `[01]?[AB]{3,}`, `[AB ]{3,}[01]+`, `(?i)x[ab]{2,}_`,
 }
 
 // TestGuardsNeverChangeResults: the lines a matcher finds are the same
@@ -129,4 +132,66 @@ func FuzzGuard(f *testing.F) {
 		}
 		checkGuard(t, query, fold, []byte(text))
 	})
+}
+
+// TestByteRun: a run's next finds the first run of its length, as looking
+// at every byte does, from any offset.
+func TestByteRun(t *testing.T) {
+	t.Parallel()
+	var set byteSet
+	for _, c := range []byte("ab") {
+		set.add(c)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	for range 2000 {
+		buf := make([]byte, rng.IntN(60))
+		for i := range buf {
+			buf[i] = "abx\n"[rng.IntN(4)]
+		}
+		r := byteRun{set: set, n: 1 + rng.IntN(5)}
+		from := rng.IntN(len(buf) + 1)
+		want := -1
+		for i := from; i+r.n <= len(buf) && want < 0; i++ {
+			if strings.Trim(string(buf[i:i+r.n]), "ab") == "" {
+				want = i
+			}
+		}
+		if got := r.next(buf, from); got != want {
+			t.Fatalf("run of %d from %d in %q: %d, want %d", r.n, from, buf, got, want)
+		}
+	}
+}
+
+func TestRequiredRun(t *testing.T) {
+	t.Parallel()
+	type run struct {
+		n, before, after int
+		complete         bool
+	}
+	for expr, want := range map[string]run{
+		`[A-Z]{5,}[0-9]+`:   {5, 0, 1, true},
+		`\d{2}x{3}`:         {3, 0, 0, false},
+		`[a-z]+`:            {},
+		`(?i)[k]{3}`:        {},
+		`[é]{3}`:            {},
+		`(ab){3}`:           {},
+		`a|b{3}`:            {},
+		`([0-9]{4})-`:       {4, 0, 0, false},
+		`ab[A-Z]{2,}`:       {2, 2, 0, true},
+		`[a-c]{2,}[c-e]`:    {2, 0, 0, false},
+		`^[A-Z]{2,}[0-9]`:   {2, 0, 1, false},
+		`x[A-Z]{2,}[0-9]?y`: {2, 1, 0, false},
+	} {
+		re, err := syntax.Parse(expr, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got run
+		if r := requiredRun(re); r != nil {
+			got = run{r.n, len(r.guard.before), len(r.guard.after), r.complete}
+		}
+		if got != want {
+			t.Errorf("requiredRun(%q) = %+v, want %+v", expr, got, want)
+		}
+	}
 }

@@ -40,6 +40,9 @@ type matcher struct {
 	// guard is what the bytes around pre must be for a match (see
 	// guard); when it says all the regex says, re is nil.
 	guard guard
+	// run, when pre is nil, is a run of bytes that every match holds:
+	// only the lines that hold one are candidates (see byteRun).
+	run *byteRun
 }
 
 // newMatcher compiles a query: a literal unless isRegex, in RE2 syntax
@@ -93,7 +96,12 @@ func compileMatcher(query string, isRegex, fold, guarded bool) (*matcher, error)
 	if len(lit) == 0 || (len(lit) == 1 && !whole && g.empty() && (litFold || lit[0] >= utf8.RuneSelf || byteRank[lit[0]] > rareEnough)) {
 		// Nothing to look for, or a byte so common that looking for it
 		// first would cost more than it saves (unless a guard makes
-		// each place it is found cheap to pass by).
+		// each place it is found cheap to pass by). A run of bytes that
+		// every match holds may do instead, where the lines are decided
+		// one by one anyway.
+		if guarded && m.lineLocal {
+			m.run = requiredRun(parsed)
+		}
 		return m, nil
 	}
 	m.pre = newFinder([]byte(string(lit)), litFold)
@@ -158,6 +166,10 @@ const rareEnough = 234
 // false.
 func (m *matcher) eachLine(buf []byte, fn func(start, end int) bool) {
 	if m.pre == nil {
+		if m.run != nil {
+			m.eachRunLine(buf, fn)
+			return
+		}
 		m.eachRegexLine(buf, fn)
 		return
 	}
@@ -238,6 +250,24 @@ func (m *matcher) eachRegexLine(buf []byte, fn func(start, end int) bool) {
 			if !fn(start, end) {
 				return
 			}
+		}
+		from = end + 1
+	}
+}
+
+// eachRunLine is eachLine without a literal but with a run to look for:
+// the regex decides on each line that holds one. It finds the lines that
+// eachRegexLine does when the matcher is lineLocal: both find the lines
+// the regex matches on their own.
+func (m *matcher) eachRunLine(buf []byte, fn func(start, end int) bool) {
+	for from := 0; from < len(buf); {
+		at := m.run.next(buf, from)
+		if at < 0 {
+			return
+		}
+		start, end := lineAt(buf, at)
+		if (m.run.complete || m.re.Match(buf[start:end])) && !fn(start, end) {
+			return
 		}
 		from = end + 1
 	}
