@@ -295,6 +295,11 @@ type finder struct {
 func newFinder(lit []byte, fold bool) *finder {
 	f := &finder{lit: lit, fold: fold}
 	if !fold {
+		for i, c := range lit {
+			if byteRank[c] < byteRank[lit[f.rare]] {
+				f.rare = i
+			}
+		}
 		return f
 	}
 	f.lit = bytes.ToLower(lit)
@@ -329,7 +334,7 @@ type scanner struct {
 func (s *scanner) next(from int) int {
 	f, buf := s.f, s.buf
 	if !f.fold {
-		i := bytes.Index(buf[from:], f.lit)
+		i := indexRare(buf[from:], f.lit, f.rare)
 		if i < 0 {
 			return -1
 		}
@@ -354,6 +359,38 @@ func (s *scanner) next(from int) int {
 			return at
 		}
 		start = p + 1
+	}
+	return -1
+}
+
+// indexRare is bytes.Index(s, lit), looking for lit[rare], its rarest
+// byte, first, as ripgrep does: bytes.Index looks for the first byte,
+// which in "func main" is ten times as common as "m". After many
+// candidates that are not lit, it leaves the rest to bytes.Index, as
+// bytes.Index itself does before its vectorized search.
+func indexRare(s, lit []byte, rare int) int {
+	n := len(lit)
+	if n <= 1 || len(s) < 64 {
+		return bytes.Index(s, lit)
+	}
+	c := lit[rare]
+	fails := 0
+	for i := 0; i+n <= len(s); {
+		j := bytes.IndexByte(s[i+rare:len(s)-n+rare+1], c)
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if bytes.Equal(s[i:i+n], lit) {
+			return i
+		}
+		i++
+		if fails++; fails > 4+i>>4 {
+			if k := bytes.Index(s[i:], lit); k >= 0 {
+				return i + k
+			}
+			return -1
+		}
 	}
 	return -1
 }

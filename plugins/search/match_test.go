@@ -138,3 +138,26 @@ func TestFinderFold(t *testing.T) {
 		t.Errorf("fold finder offsets = %v, want %v", got, want)
 	}
 }
+
+// TestIndexRare: indexRare finds what bytes.Index finds, whichever byte
+// it looks for first.
+func TestIndexRare(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		s := make([]byte, rng.IntN(300))
+		for i := range s {
+			s[i] = "abcm "[rng.IntN(5)]
+		}
+		lit := make([]byte, 1+rng.IntN(5))
+		for i := range lit {
+			lit[i] = "abcm "[rng.IntN(5)]
+		}
+		want := bytes.Index(s, lit)
+		for rare := range lit {
+			if got := indexRare(s, lit, rare); got != want {
+				t.Fatalf("indexRare(%q, %q, %d) = %d, want %d", s, lit, rare, got, want)
+			}
+		}
+	}
+}
