@@ -132,6 +132,11 @@ type globWalk struct {
 	dirsOnly bool   // the pattern ended with "/"
 	prefix   string // the pattern's leading directories without wildcards, where the walk starts
 	opts     walkOptions
+	// last is the pattern's last segment, which a path's name must match
+	// for the path to match, when that is so (not "**", no braces, which
+	// may hold a "/", no escapes); "" otherwise. Matching the name first
+	// spares building the path of most entries.
+	last string
 }
 
 func newGlobWalk(pattern string, hidden bool) *globWalk {
@@ -142,6 +147,9 @@ func newGlobWalk(pattern string, hidden bool) *globWalk {
 		prefix, rest = "", g.pattern
 	}
 	g.prefix = prefix
+	if last := g.pattern[strings.LastIndexByte(g.pattern, '/')+1:]; last != "**" && !strings.ContainsAny(g.pattern, `{\`) {
+		g.last = last
+	}
 	g.opts.hidden = hidden || namesHidden(rest)
 	if !strings.Contains(rest, "**") {
 		// No deeper than the pattern's segments.
@@ -165,6 +173,9 @@ func (g *globWalk) run(ctx context.Context, start *walkStart, limit int) (found 
 	visit := func(out *foundSet, e *entry) {
 		isDir := e.typ.IsDir()
 		if isDir || !g.dirsOnly {
+			if g.last != "" && !doublestar.MatchUnvalidated(g.last, e.name) {
+				return
+			}
 			base := e.baseRel()
 			if !doublestar.MatchUnvalidated(g.pattern, base) {
 				return

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -232,5 +234,38 @@ func TestGitInfoExclude(t *testing.T) {
 	// search_text walks the same way.
 	if got := mustCall(t, searchText, root, map[string]any{"query": "needle", "paths": []string{"repo"}}); !strings.Contains(got, "a.txt") || strings.Contains(got, "x.log") {
 		t.Errorf("search_text(needle) found a.txt %v, the excluded x.log %v:\n%s", strings.Contains(got, "a.txt"), strings.Contains(got, "x.log"), got)
+	}
+}
+
+// TestGlobNameFirst: matching a name against the pattern's last segment
+// first changes no answer.
+func TestGlobNameFirst(t *testing.T) {
+	t.Parallel()
+	root := writeTree(t, map[string]string{
+		"a.go": "", "b.txt": "", "x.go/": "", "d/c.go": "", "d/e/f.go": "", "d/e/g.md": "", "d/a.go.txt": "",
+		"b/a.go": "", "[x]/y.go": "", "d/.h.go": "", "q/a": "", "q/b/a": "", "ab/c": "", "abc": "",
+	})
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	for _, pattern := range []string{"**/*.go", "*.go", "d/**/*.go", "**/a", "q/**/a", "**/*", "*", "**/?.go", "d/*/[f-g].*", "**/**/*.go", "**.go", "a*/**", "**/e/", "d/e/**/f.go", "[[]x]/*.go", "**/.h.go"} {
+		for _, hidden := range []bool{false, true} {
+			g := newGlobWalk(pattern, hidden)
+			run := func(g *globWalk) []foundPath {
+				start := &walkStart{ws: ws, rootPath: root, rel: g.prefix, baseRel: g.prefix, arg: "."}
+				found, _, _, _, err := g.run(t.Context(), start, 1000)
+				if err != nil {
+					t.Fatalf("%s: %v", pattern, err)
+				}
+				return found
+			}
+			slow := *g
+			slow.last = ""
+			if got, want := run(g), run(&slow); !slices.Equal(got, want) {
+				t.Errorf("%s (hidden %v): name first %v, path only %v", pattern, hidden, got, want)
+			}
+		}
 	}
 }

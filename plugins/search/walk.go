@@ -381,11 +381,11 @@ func (w *walker[S]) list(state S, d *dirNode, ignores *ignoreList) {
 		if d.ignores != nil && d.ignores.ignored(joinRel(rel, name), name, isDir) {
 			continue
 		}
-		e := entry{dir: d, name: name, typ: typ}
 		if !isDir {
-			files = append(files, e)
+			files = append(files, entry{dir: d, name: name, typ: typ})
 			continue
 		}
+		e := entry{dir: d, name: name, typ: typ}
 		w.visit(state, &e)
 		if start.skip != nil && start.skip[joinRel(rel, name)] {
 			w.skip(start, joinRel(rel, name))
