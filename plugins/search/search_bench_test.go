@@ -44,6 +44,19 @@ func BenchmarkSearchTextRegex(b *testing.B) {
 	benchText(b, map[string]any{"query": `func \w+Handler`, "regex": true}, "-n", `func \w+Handler`)
 }
 
+// BenchmarkSearchTextRegexUnderscore: a regex whose only literal is one
+// common byte, "_", which the bytes its neighbours require make worth
+// looking for.
+func BenchmarkSearchTextRegexUnderscore(b *testing.B) {
+	benchText(b, map[string]any{"query": `[A-Z]{5,}_[A-Z]+`, "regex": true}, "-n", `[A-Z]{5,}_[A-Z]+`)
+}
+
+// BenchmarkSearchTextRegexNoLiteral: a regex without a literal, looked
+// for by the run of five upper-case letters it requires.
+func BenchmarkSearchTextRegexNoLiteral(b *testing.B) {
+	benchText(b, map[string]any{"query": `[A-Z]{5,}[0-9]+`, "regex": true}, "-n", `[A-Z]{5,}[0-9]+`)
+}
+
 func BenchmarkSearchTextCaseInsensitive(b *testing.B) {
 	benchText(b, map[string]any{"query": "errors.new", "case_insensitive": true}, "-n", "-i", "-F", "errors.new")
 }
