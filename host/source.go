@@ -595,8 +595,20 @@ func (inst *instance) stop(force bool) {
 		return
 	}
 	_ = r.killGroup()
+	// Whichever way go-plugin's Kill went (it returns at once when it
+	// could not ask the plugin to shut down), stop returns once the
+	// process has been reaped, within reapTimeout.
+	reap := time.NewTimer(reapTimeout)
+	defer reap.Stop()
 	select {
 	case <-done:
-	case <-time.After(reapTimeout):
+	case <-reap.C:
+		return
+	}
+	if r.pid != 0 {
+		select {
+		case <-r.done:
+		case <-reap.C:
+		}
 	}
 }
