@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
@@ -117,13 +118,13 @@ func withArticle(kind string) string {
 // argName is how an error names an argument: as is when it is short and
 // printable, else quoted and bounded.
 func argName(name string) string {
-	if len(name) <= toolcall.MaxQuoted && plainName.MatchString(name) {
+	if len(name) <= toolcall.MaxQuoted && plainName().MatchString(name) {
 		return name
 	}
 	return toolcall.Quote(name)
 }
 
-var plainName = regexp.MustCompile(`^[A-Za-z0-9_.\-\[\]]+$`)
+var plainName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.\-\[\]]+$`) })
 
 // boundedValue is a value's text, cut to toolcall.MaxQuoted bytes.
 func boundedValue(s string) string {
@@ -185,19 +186,24 @@ func schemaPath(ptr string) []string {
 	return parts
 }
 
-var (
+// The patterns of the validator's messages are compiled on the first
+// message to tidy, not at every start of every plugin and host.
+var detailPatterns = sync.OnceValue(func() (p struct{ typeError, ratNumber, fixedNumber, quotedList *regexp.Regexp }) {
 	// typeError is the validator's "type: VALUE has type "GOT", want ...".
-	typeError = regexp.MustCompile(`(?s)^type: (.*) has type "([a-z]+)", (want .*)$`)
+	p.typeError = regexp.MustCompile(`(?s)^type: (.*) has type "([a-z]+)", (want .*)$`)
 	// A number as the validator prints it: a big.Rat ("300/1") or %f
 	// ("127.000000").
-	ratNumber   = regexp.MustCompile(`(^|[ :])(-?[0-9]+)/([0-9]+)\b`)
-	fixedNumber = regexp.MustCompile(`\b([0-9]+)\.([0-9]*?)0+\b`)
+	p.ratNumber = regexp.MustCompile(`(^|[ :])(-?[0-9]+)/([0-9]+)\b`)
+	p.fixedNumber = regexp.MustCompile(`\b([0-9]+)\.([0-9]*?)0+\b`)
 	// A list of names the validator quotes with %q: ["a" "b"].
-	quotedList = regexp.MustCompile(`^(unexpected additional properties|required: missing properties:?) (\[.*\])$`)
-)
+	p.quotedList = regexp.MustCompile(`^(unexpected additional properties|required: missing properties:?) (\[.*\])$`)
+	return p
+})
 
 // tidyDetail rewrites what the validator says of one value.
 func tidyDetail(msg string) string {
+	p := detailPatterns()
+	typeError, ratNumber, fixedNumber, quotedList := p.typeError, p.ratNumber, p.fixedNumber, p.quotedList
 	if m := typeError.FindStringSubmatch(msg); m != nil {
 		value, got := m[1], m[2]
 		switch got {
