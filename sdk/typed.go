@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -49,21 +50,32 @@ func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string
 	if t := reflect.TypeFor[In](); t.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("sdk.NewTool(%q): the input type must be a struct, not %s", info.Name, t))
 	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("sdk.NewTool(%q): resolving the input schema: %v", info.Name, err))
-	}
 	params, err := json.Marshal(schema)
 	if err != nil {
 		panic(fmt.Sprintf("sdk.NewTool(%q): encoding the input schema: %v", info.Name, err))
 	}
-	return &typedTool[In]{info: info, params: params, schema: resolved, optional: hasOptional(schema), handler: handler}
+	// Resolving the schema for validation waits for the first call: a
+	// plugin builds every tool of its binary in its package
+	// initialization, but one started for a call whose host has its
+	// description cached runs one of them. The schema was inferred from
+	// a Go type, so resolving it cannot fail short of a programming
+	// error, which panics as NewTool would have.
+	resolve := sync.OnceValue(func() *jsonschema.Resolved {
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			panic(fmt.Sprintf("sdk.NewTool(%q): resolving the input schema: %v", info.Name, err))
+		}
+		return resolved
+	})
+	return &typedTool[In]{info: info, params: params, schema: resolve, optional: hasOptional(schema), handler: handler}
 }
 
 type typedTool[In any] struct {
 	info   Info
 	params json.RawMessage
-	schema *jsonschema.Resolved
+	// schema returns the input schema resolved for validation, resolving
+	// it on the first call.
+	schema func() *jsonschema.Resolved
 	// optional: the schema has optional properties, whose nulls decode
 	// drops.
 	optional bool
@@ -109,10 +121,11 @@ func (t *typedTool[In]) decode(args json.RawMessage) (In, error) {
 	if err := toolcall.CheckUnicode(args); err != nil {
 		return in, err
 	}
+	schema := t.schema()
 	if t.optional {
-		args = dropNulls(t.schema.Schema(), args)
+		args = dropNulls(schema.Schema(), args)
 	}
-	v, err := validateJSON(t.schema, args)
+	v, err := validateJSON(schema, args)
 	if err != nil {
 		return in, err
 	}

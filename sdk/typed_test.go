@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agenthost/agenthost/internal/toolcall"
@@ -443,4 +444,43 @@ func TestHostState(t *testing.T) {
 			t.Errorf("HostState with a nil StateFunc: error = %v, want ErrNoHostState", err)
 		}
 	})
+}
+
+// A typed tool encodes and resolves its schema on first use, whichever
+// comes first and however many calls arrive together: every caller sees
+// the same schema, and the first calls are checked like any other.
+func TestTypedToolFirstUsesTogether(t *testing.T) {
+	t.Parallel()
+	for range 20 {
+		tool := NewTool(Info{Name: "first"}, func(_ context.Context, in typedInput) (string, error) { return in.Path, nil })
+		var wg sync.WaitGroup
+		schemas := make([]string, 8)
+		results := make([]string, 8)
+		errs := make([]error, 8)
+		for i := range 8 {
+			wg.Go(func() {
+				if i%2 == 0 {
+					schemas[i] = string(tool.Schema().Function.Parameters)
+					return
+				}
+				args := `{"path":"p"}`
+				if i == 3 {
+					args = `{"path":1}`
+				}
+				results[i], errs[i] = tool.Execute(context.Background(), json.RawMessage(args))
+			})
+		}
+		wg.Wait()
+		for i := 0; i < 8; i += 2 {
+			if schemas[i] == "" || schemas[i] != schemas[0] {
+				t.Fatalf("schema %d = %q, schema 0 = %q", i, schemas[i], schemas[0])
+			}
+		}
+		if results[1] != "p" || errs[1] != nil {
+			t.Errorf("a valid first call = %q, %v", results[1], errs[1])
+		}
+		if errs[3] == nil || !strings.Contains(errs[3].Error(), "path") {
+			t.Errorf("an invalid first call = %q, %v; want an error naming path", results[3], errs[3])
+		}
+	}
 }
