@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -35,6 +37,12 @@ const NoCache = "-"
 //
 // A cache file that cannot be read or parsed is ignored, and rewritten
 // once the plugin has been described.
+//
+// An entry also names the tools whose parameters schema resolved (see
+// checkedSchemas), so that a host loading the same description again
+// need not resolve, for each tool of each plugin, a schema that only the
+// model reads: a tool that checks its own arguments is validated by its
+// plugin, never against the host's copy of its schema.
 type descCache struct {
 	dir string // "" when the cache is off
 }
@@ -51,6 +59,42 @@ type cacheEntry struct {
 	Protocol      int             `json:"protocol"`
 	ProtocolMinor int             `json:"protocol_minor"`
 	Describe      json.RawMessage `json:"describe"`
+	// Resolved names the tools whose parameters schema resolved as an
+	// object schema, by the schema checker Checker (schemaChecker).
+	Resolved []string `json:"resolved,omitempty"`
+	Checker  string   `json:"checker,omitempty"`
+}
+
+// schemaChecker identifies the host's check of a parameters schema
+// (resolveParameters) and the JSON Schema library it uses: what an entry
+// written by another says was checked is no guide to what this one
+// accepts.
+var schemaChecker = sync.OnceValue(func() string {
+	id := "resolveParameters/1"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == "github.com/google/jsonschema-go" {
+				if m.Replace != nil {
+					m = m.Replace
+				}
+				id += " " + m.Path + "@" + m.Version + " " + m.Sum
+			}
+		}
+	}
+	return id
+})
+
+// checkedSchemas returns the names of desc's tools whose parameters
+// schema resolves as an object schema: what the registry checks of each
+// when it registers it.
+func checkedSchemas(desc *toolv1.DescribeResponse) []string {
+	var names []string
+	for _, spec := range desc.GetTools() {
+		if _, err := resolveParameters(spec.GetParametersSchema()); err == nil {
+			names = append(names, spec.GetName())
+		}
+	}
+	return names
 }
 
 // newDescCache returns the cache in dir: "" means the user's cache
@@ -115,42 +159,59 @@ func (c *descCache) file(abs string) string {
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
-// lookup returns the cached description of the binary at path, or nil.
-func (c *descCache) lookup(path string) *toolv1.DescribeResponse {
+// lookup returns the cached description of the binary at path, or nil,
+// and the names of its tools whose parameters schema resolves.
+func (c *descCache) lookup(path string) (*toolv1.DescribeResponse, map[string]bool) {
 	if c == nil || c.dir == "" {
-		return nil
+		return nil, nil
 	}
 	st, err := statBinary(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	data, err := os.ReadFile(c.file(st.path))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var e cacheEntry
 	if json.Unmarshal(data, &e) != nil || e.Path != st.path || e.Size != st.size ||
 		e.Protocol != wire.ProtocolVersion || e.ProtocolMinor != wire.ProtocolMinor {
-		return nil
+		return nil, nil
 	}
+	refresh := false
+	wst := binaryStat{path: e.Path, size: e.Size, mtime: e.ModTime, ctime: e.ChangeTime, inode: e.Inode, device: e.Device}
 	if e.ModTime != st.mtime || e.ChangeTime != st.ctime || e.Inode != st.inode || e.Device != st.device || st.ctime == 0 {
 		sum, err := hashFile(st.path)
 		if err != nil || sum != e.SHA256 {
-			return nil
+			return nil, nil
 		}
 		// The same content under a new stat: refresh the entry.
-		defer c.write(st, sum, e.Describe)
+		wst, refresh = st, true
 	}
 	desc := &toolv1.DescribeResponse{}
 	if protojson.Unmarshal(e.Describe, desc) != nil {
-		return nil
+		return nil, nil
 	}
-	return desc
+	if e.Checker != schemaChecker() {
+		// Written by another checker, or before entries said: check
+		// the schemas now, once, and record it. The entry keeps the
+		// stat it was written with, unless it was refreshed above.
+		e.Resolved, e.Checker, refresh = checkedSchemas(desc), schemaChecker(), true
+	}
+	if refresh {
+		c.write(wst, e.SHA256, e.Describe, e.Resolved, e.Checker)
+	}
+	resolved := make(map[string]bool, len(e.Resolved))
+	for _, name := range e.Resolved {
+		resolved[name] = true
+	}
+	return desc, resolved
 }
 
-// store records the description of the binary at path. Failures only
-// cost a launch next time, so they are not reported.
-func (c *descCache) store(path string, desc *toolv1.DescribeResponse) {
+// store records the description of the binary at path, and the names of
+// its tools whose parameters schema resolved (checkedSchemas). Failures
+// only cost a launch next time, so they are not reported.
+func (c *descCache) store(path string, desc *toolv1.DescribeResponse, resolved []string) {
 	if c == nil || c.dir == "" || desc == nil {
 		return
 	}
@@ -168,15 +229,15 @@ func (c *descCache) store(path string, desc *toolv1.DescribeResponse) {
 	}
 	// The binary may have changed while it was hashed: then stat differs
 	// next time and the hash decides.
-	c.write(st, sum, raw)
+	c.write(st, sum, raw, resolved, schemaChecker())
 }
 
-func (c *descCache) write(st binaryStat, sum string, describe json.RawMessage) {
+func (c *descCache) write(st binaryStat, sum string, describe json.RawMessage, resolved []string, checker string) {
 	data, err := json.Marshal(cacheEntry{
 		Path: st.path, Size: st.size, ModTime: st.mtime, ChangeTime: st.ctime,
 		Inode: st.inode, Device: st.device, SHA256: sum,
 		Protocol: wire.ProtocolVersion, ProtocolMinor: wire.ProtocolMinor,
-		Describe: describe,
+		Describe: describe, Resolved: resolved, Checker: checker,
 	})
 	if err != nil {
 		return
@@ -216,5 +277,5 @@ func (c *descCache) storeID(id string, desc *toolv1.DescribeResponse) {
 	if err != nil {
 		return
 	}
-	c.write(binaryStat{path: MCPSourcePrefix + id}, id, raw)
+	c.write(binaryStat{path: MCPSourcePrefix + id}, id, raw, nil, "")
 }

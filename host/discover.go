@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/sdk"
@@ -114,11 +116,12 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 		}
 		// A fresh cache entry saves the launch, or under --eager at least
 		// hashing the binary again to store what it already holds.
-		fresh := r.cache.lookup(path)
+		fresh, resolved := r.cache.lookup(path)
 		if fresh != nil {
 			// What it declared decides the sandbox of every launch,
 			// the eager one included.
 			procs[i].declared(sdk.PermissionsFromProto(fresh.GetPermissions()))
+			procs[i].resolved = resolved
 		}
 		if fresh != nil && !r.eager {
 			descs[i], cached[i] = fresh, true
@@ -131,8 +134,21 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 			dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
 			defer cancel()
 			descs[i], errs[i] = procs[i].describe(dctx)
+			if fresh != nil && !proto.Equal(descs[i], fresh) {
+				// Eager, and the plugin no longer says what its cache
+				// entry does: what was checked of that is no guide.
+				procs[i].resolved = nil
+			}
 			if errs[i] == nil && fresh == nil {
-				r.cache.store(path, descs[i])
+				// Checked here, beside the launch, and recorded with the
+				// description: adopt need not check them again, nor the
+				// next host that finds it cached.
+				names := checkedSchemas(descs[i])
+				procs[i].resolved = make(map[string]bool, len(names))
+				for _, n := range names {
+					procs[i].resolved[n] = true
+				}
+				r.cache.store(path, descs[i], names)
 			}
 		})
 	}
@@ -294,6 +310,7 @@ func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*plu
 		return nil, fmt.Errorf("%w: %s: its description is %d bytes, more than the %d allowed", ErrInvalidTool, name, n, MaxDescriptionSize)
 	}
 	t := newPluginTool(proc, name, spec)
+	t.resolved = proc.resolved[spec.GetName()]
 	if proc.server != nil && proc.server.Timeout > 0 {
 		t.ann.Timeout = proc.server.Timeout
 	}
@@ -381,6 +398,9 @@ type pluginTool struct {
 	// checksArgs: the plugin checks the arguments against the schema
 	// itself (protocol 1.2 checks_arguments).
 	checksArgs bool
+	// resolved: the parameters schema is known to resolve as an object
+	// schema (toolSource.resolved).
+	resolved bool
 }
 
 var (

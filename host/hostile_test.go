@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -254,6 +255,92 @@ func TestPluginDescriptionLimits(t *testing.T) {
 	if !reg.HasTool("echo") {
 		t.Error("the other plugins did not load")
 	}
+}
+
+// A schema that does not resolve as an object schema is refused, even
+// for a tool that checks its own arguments, and it stays refused when the
+// description comes from the cache, which records what was checked.
+func TestUnresolvableSchemaIsRefusedColdAndCached(t *testing.T) {
+	t.Parallel()
+	dir := pluginDir(t)
+	installHostile(t, dir, "hostile-badschema")
+	cache := t.TempDir()
+	for _, round := range []string{"cold", "cached"} {
+		reg := load(t, dir, &host.Options{CacheDir: cache})
+		r := reportOf(t, reg, host.PluginPrefix+"hostile-badschema")
+		if round == "cached" && (!r.Cached || r.Launched) {
+			t.Errorf("%s: cached %v, launched %v: want the description from the cache", round, r.Cached, r.Launched)
+		}
+		if !slices.Equal(r.Tools, []string{"fine_checked"}) || len(r.Refused) != 2 ||
+			!strings.HasPrefix(r.Refused[0], "invalid tool: bad_ref: parameters schema: ") ||
+			r.Refused[1] != `invalid tool: not_object: parameters schema has type "string", not "object"` {
+			t.Errorf("%s: tools %v, refused %q", round, r.Tools, r.Refused)
+		}
+		if reg.HasTool("bad_ref") || reg.HasTool("not_object") {
+			t.Errorf("%s: a tool with a bad schema was registered", round)
+		}
+		reg.Close()
+	}
+}
+
+// What a cache entry says was checked counts only for the checker that
+// wrote it: an entry claiming, under another checker (or an older host,
+// which said nothing), that every schema resolved does not let a bad one
+// through; the schemas are checked again and the entry rewritten.
+func TestCachedSchemaVerdictOfAnotherCheckerIsIgnored(t *testing.T) {
+	t.Parallel()
+	dir, cache := pluginDir(t), t.TempDir()
+	installHostile(t, dir, "hostile-badschema")
+	load(t, dir, &host.Options{CacheDir: cache}).Close()
+	files, _ := filepath.Glob(filepath.Join(cache, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry map[string]any
+	if err := json.Unmarshal(data, &entry); err != nil {
+		t.Fatal(err)
+	}
+	if entry["checker"] == nil || !slices.Equal(anyStrings(entry["resolved"]), []string{"fine_checked"}) {
+		t.Fatalf("cache entry: checker %v, resolved %v; want the tools whose schema resolved", entry["checker"], entry["resolved"])
+	}
+	entry["checker"] = "another checker"
+	entry["resolved"] = []string{"bad_ref", "not_object", "fine_checked"}
+	if data, err = json.Marshal(entry); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(files[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := load(t, dir, &host.Options{CacheDir: cache})
+	r := reportOf(t, reg, host.PluginPrefix+"hostile-badschema")
+	if !r.Cached || !slices.Equal(r.Tools, []string{"fine_checked"}) || len(r.Refused) != 2 {
+		t.Errorf("cached %v, tools %v, refused %q: want the bad schemas checked again and refused", r.Cached, r.Tools, r.Refused)
+	}
+	// And the entry now says what this checker found.
+	if data, err = os.ReadFile(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	entry = nil
+	if err := json.Unmarshal(data, &entry); err != nil {
+		t.Fatal(err)
+	}
+	if entry["checker"] == "another checker" || !slices.Equal(anyStrings(entry["resolved"]), []string{"fine_checked"}) {
+		t.Errorf("the entry after the check: checker %v, resolved %v", entry["checker"], entry["resolved"])
+	}
+}
+
+func anyStrings(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, x := range list {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
 }
 
 // What reaches the model is bounded and in the tool's words: a 4 MiB

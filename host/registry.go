@@ -151,8 +151,11 @@ type ToolRegistry struct {
 }
 
 type entry struct {
-	tool    ExecutableTool
-	schema  ChatTool
+	tool   ExecutableTool
+	schema ChatTool
+	// params is the parameters schema resolved for validation; nil for a
+	// tool whose plugin checks the arguments and whose schema is known to
+	// resolve.
 	params  *jsonschema.Resolved
 	ann     Annotations
 	plugin  string
@@ -275,13 +278,21 @@ func newEntry(tool ExecutableTool) (*entry, error) {
 	if schema.Function.Name != name {
 		return nil, fmt.Errorf("%w: %s: schema describes function %q", ErrInvalidTool, name, schema.Function.Name)
 	}
-	params, err := resolveParameters(schema.Function.Parameters)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTool, name, err)
+	pt, plugin := tool.(*pluginTool)
+	var params *jsonschema.Resolved
+	if !plugin || !pt.checksArgs || !pt.resolved {
+		var err error
+		params, err = resolveParameters(schema.Function.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTool, name, err)
+		}
 	}
+	// else the schema is known to resolve, and the plugin checks the
+	// arguments itself: the host never validates against it, and spares
+	// resolving it (each tool of each plugin, at every start).
 	ann := sdk.AnnotationsOf(tool)
 	e := &entry{tool: tool, schema: schema, params: params, ann: ann, enabled: !ann.OptIn, timeout: max(ann.Timeout, 0)}
-	if pt, ok := tool.(*pluginTool); ok {
+	if plugin {
 		e.plugin = pt.proc.name
 		e.inline = true
 		e.checked = pt.checksArgs

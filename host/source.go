@@ -135,6 +135,10 @@ type toolSource struct {
 	refreshMu    sync.Mutex
 	cacheID      string
 	recheck      atomic.Bool
+	// resolved names the plugin's tools whose parameters schema is known
+	// to resolve (by checkedSchemas, now or when its description was
+	// cached); set before its tools are registered.
+	resolved map[string]bool
 	// pendingRefresh: the server said its tools changed before they were
 	// registered.
 	pendingRefresh atomic.Bool

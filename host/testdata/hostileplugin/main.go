@@ -11,6 +11,9 @@
 //	          newlines and ANSI escapes, and a tool name with a newline
 //	builtin   the built-in read_file, and a tool of its own
 //	errors    a tool failing with a 4 MiB message, one answering 66 MiB
+//	badschema tools that check their own arguments, with a schema that
+//	          refers to nothing, one that is not an object schema, and a
+//	          fine one
 package main
 
 import (
@@ -67,6 +70,15 @@ func (s *server) Describe(context.Context, *toolv1.DescribeRequest) (*toolv1.Des
 		resp.Tools = append(resp.Tools, tool("read_file"), tool("hostile_tool"))
 	case "errors":
 		resp.Tools = append(resp.Tools, tool("huge_error"), tool("huge_result"))
+	case "badschema":
+		ref := tool("bad_ref")
+		ref.ParametersSchema = []byte(`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`)
+		str := tool("not_object")
+		str.ParametersSchema = []byte(`{"type":"string"}`)
+		for _, t := range []*toolv1.ToolSpec{ref, str, tool("fine_checked")} {
+			t.ChecksArguments = true
+			resp.Tools = append(resp.Tools, t)
+		}
 	}
 	return resp, nil
 }
