@@ -201,11 +201,16 @@ func (c *descCache) lookup(path string) (*toolv1.DescribeResponse, map[string]bo
 	if refresh {
 		c.write(wst, e.SHA256, e.Describe, e.Resolved, e.Checker)
 	}
-	resolved := make(map[string]bool, len(e.Resolved))
-	for _, name := range e.Resolved {
-		resolved[name] = true
+	return desc, nameSet(e.Resolved)
+}
+
+// nameSet is the set of names.
+func nameSet(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, name := range names {
+		set[name] = true
 	}
-	return desc, resolved
+	return set
 }
 
 // store records the description of the binary at path, and the names of

@@ -144,10 +144,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 				// description: adopt need not check them again, nor the
 				// next host that finds it cached.
 				names := checkedSchemas(descs[i])
-				procs[i].resolved = make(map[string]bool, len(names))
-				for _, n := range names {
-					procs[i].resolved[n] = true
-				}
+				procs[i].resolved = nameSet(names)
 				r.cache.store(path, descs[i], names)
 			}
 		})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"math/rand/v2"
-	"regexp/syntax"
 	"slices"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ func TestLiteralGuard(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			flags := syntax.Perl
-			if tc.fold {
-				flags |= syntax.FoldCase
-			}
-			re, err := syntax.Parse(tc.expr, flags)
-			if err != nil {
-				t.Fatal(err)
-			}
+			re := parseRegexp(t, tc.expr, tc.fold)
 			lit, fold := requiredLiteral(re)
 			g, complete := literalGuard(re, lit, fold)
 			if len(g.before) != tc.before || len(g.after) != tc.after || complete != tc.complete {
@@ -182,10 +174,7 @@ func TestRequiredRun(t *testing.T) {
 		`^[A-Z]{2,}[0-9]`:   {2, 0, 1, false},
 		`x[A-Z]{2,}[0-9]?y`: {2, 1, 0, false},
 	} {
-		re, err := syntax.Parse(expr, syntax.Perl)
-		if err != nil {
-			t.Fatal(err)
-		}
+		re := parseRegexp(t, expr, false)
 		var got run
 		if r := requiredRun(re); r != nil {
 			got = run{r.n, len(r.guard.before), len(r.guard.after), r.complete}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp/syntax"
 	"strings"
 	"testing"
 
@@ -83,4 +84,18 @@ func lookFd() string {
 		}
 	}
 	return ""
+}
+
+// parseRegexp parses expr with the matcher's flags, case-folded when fold.
+func parseRegexp(t testing.TB, expr string, fold bool) *syntax.Regexp {
+	t.Helper()
+	flags := syntax.Perl
+	if fold {
+		flags |= syntax.FoldCase
+	}
+	re, err := syntax.Parse(expr, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return re
 }

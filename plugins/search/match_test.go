@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ func TestRequiredLiteral(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			flags := syntax.Perl
-			if tc.fold {
-				flags |= syntax.FoldCase
-			}
-			re, err := syntax.Parse(tc.expr, flags)
-			if err != nil {
-				t.Fatal(err)
-			}
+			re := parseRegexp(t, tc.expr, tc.fold)
 			lit, fold := requiredLiteral(re)
 			if f := fold && len(lit) > 0; string(lit) != tc.want || f != tc.wantFold {
 				t.Errorf("requiredLiteral(%q) = %q, fold %v; want %q, %v", tc.expr, string(lit), f, tc.want, tc.wantFold)
