@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -21,8 +20,9 @@ import (
 // BOOT is the first 8 hex digits of the kernel's boot id, PID and START
 // the writing process's id and start time (clock ticks since boot), and
 // RANDOM 8 base-36 digits; KIND is tmp for a write, move for a copy.
-// Anything else is never touched.
-var tempPattern = regexp.MustCompile(`^\.agenthost-([0-9a-f]{8})-([1-9][0-9]{0,9})-([0-9]{1,20})-[0-9a-z]{8}\.(tmp|move)$`)
+// Anything else is never touched. parseTempName recognises the shape
+// by hand: a regexp compiled at start-up would cost every process that
+// links this package half a millisecond.
 
 // StaleAge is how old a temporary file of a process that is gone must be
 // before Sweep removes it: a process in another PID namespace sharing the
@@ -43,7 +43,66 @@ func TempName(kind string) string {
 
 // IsTempName reports whether name has the exact shape of a temporary
 // name of this package.
-func IsTempName(name string) bool { return tempPattern.MatchString(name) }
+func IsTempName(name string) bool {
+	_, ok := parseTempName(name)
+	return ok
+}
+
+// tempFields are the parts of a temporary name that identify its writer.
+type tempFields struct {
+	boot, pid, start string
+}
+
+// parseTempName splits a name of the shape
+// ^\.agenthost-[0-9a-f]{8}-[1-9][0-9]{0,9}-[0-9]{1,20}-[0-9a-z]{8}\.(tmp|move)$
+// into its fields, and reports whether it has that shape.
+func parseTempName(name string) (tempFields, bool) {
+	const prefix = ".agenthost-"
+	var f tempFields
+	if len(name) < len(prefix) || name[:len(prefix)] != prefix {
+		return f, false
+	}
+	rest := name[len(prefix):]
+	field := func(min, max int, ok func(byte) bool) (string, bool) {
+		i := 0
+		for i < len(rest) && i < max && ok(rest[i]) {
+			i++
+		}
+		if i < min || i >= len(rest) {
+			return "", false
+		}
+		v := rest[:i]
+		rest = rest[i:]
+		return v, true
+	}
+	hex := func(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	base36 := func(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' }
+	sep := func(c byte) bool {
+		if rest[0] != c {
+			return false
+		}
+		rest = rest[1:]
+		return true
+	}
+	var ok bool
+	if f.boot, ok = field(8, 8, hex); !ok || !sep('-') {
+		return f, false
+	}
+	if f.pid, ok = field(1, 10, digit); !ok || f.pid[0] == '0' || !sep('-') {
+		return f, false
+	}
+	if f.start, ok = field(1, 20, digit); !ok || !sep('-') {
+		return f, false
+	}
+	if _, ok = field(8, 8, base36); !ok || !sep('.') {
+		return f, false
+	}
+	if rest != "tmp" && rest != "move" {
+		return f, false
+	}
+	return f, true
+}
 
 // createTemp creates a new temporary file in dir of root, readable and
 // writable by its owner only until it is given its final mode.
@@ -86,13 +145,13 @@ func self() procID {
 // gone reports whether the process that made a temporary name is
 // certainly gone: another boot, or no process of that id and start time.
 func gone(name string) bool {
-	m := tempPattern.FindStringSubmatch(name)
-	if m == nil {
+	t, ok := parseTempName(name)
+	if !ok {
 		return false
 	}
 	me := self()
-	boot, pid := m[1], m[2]
-	start, err := strconv.ParseUint(m[3], 10, 64)
+	boot, pid := t.boot, t.pid
+	start, err := strconv.ParseUint(t.start, 10, 64)
 	if err != nil {
 		return false
 	}

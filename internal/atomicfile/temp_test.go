@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -201,4 +202,31 @@ func TestCommit(t *testing.T) {
 	if err := Commit(later); err != nil {
 		t.Errorf("Commit with an hour left = %v", err)
 	}
+}
+
+// tempShape is the documented shape of a temporary name, the reference
+// parseTempName is checked against.
+var tempShape = regexp.MustCompile(`^\.agenthost-([0-9a-f]{8})-([1-9][0-9]{0,9})-([0-9]{1,20})-[0-9a-z]{8}\.(tmp|move)$`)
+
+// FuzzTempName checks the hand-written parser against the regexp of the
+// shape: the same names accepted, the same fields taken.
+func FuzzTempName(f *testing.F) {
+	for _, s := range []string{
+		TempName("tmp"), TempName("move"), ".agenthost-0011aabb-12-34-abcdefgh.tmp",
+		".agenthost-0011aabb-1234567890-12345678901234567890-abcdefgh.move",
+		".agenthost-0011aabb-12345678901-34-abcdefgh.tmp", ".agenthost-0011aabb-12-34-abcdefgh.tmpx",
+		".agenthost-0011aabb-12--abcdefgh.tmp", ".agenthost-0011aabb-0-1-abcdefgh.tmp", ".agenthost-",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		got, ok := parseTempName(name)
+		m := tempShape.FindStringSubmatch(name)
+		if ok != (m != nil) {
+			t.Fatalf("parseTempName(%q) ok = %v, regexp match = %v", name, ok, m != nil)
+		}
+		if ok && (got.boot != m[1] || got.pid != m[2] || got.start != m[3]) {
+			t.Fatalf("parseTempName(%q) = %+v, regexp fields %q", name, got, m[1:4])
+		}
+	})
 }
