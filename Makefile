@@ -9,12 +9,17 @@ all: build
 
 # The binaries are static (CGO_ENABLED=0): without the dynamic loader every
 # process starts about 5 ms sooner, and a call starts two. Nothing here
-# needs cgo; user names are looked up in /etc/passwd.
+# needs cgo; user names are looked up in /etc/passwd. The grpcnotrace tag
+# leaves out gRPC's request tracing (golang.org/x/net/trace and
+# html/template), which nothing here turns on: 3 MB less per binary and
+# about a millisecond less at every start.
+TAGS := grpcnotrace
+
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/agenthost ./cmd/agenthost
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $(BIN)/agenthost ./cmd/agenthost
 	@for p in $(PLUGINS); do \
-		echo "CGO_ENABLED=0 $(GO) build -o $(BIN)/plugins/agenthost-plugin-$$p ./plugins/$$p"; \
-		CGO_ENABLED=0 $(GO) build -o $(BIN)/plugins/agenthost-plugin-$$p ./plugins/$$p || exit 1; \
+		echo "CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $(BIN)/plugins/agenthost-plugin-$$p ./plugins/$$p"; \
+		CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $(BIN)/plugins/agenthost-plugin-$$p ./plugins/$$p || exit 1; \
 	done
 
 # run builds everything, lists the tools the plugins serve, and makes one

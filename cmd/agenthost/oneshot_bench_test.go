@@ -85,7 +85,7 @@ import (
 // and counts every match) while rg prints all of them, about 7 MB.
 //
 // Every binary is built as make build builds it: go build with
-// CGO_ENABLED=0, the go command's own settings (go env) but no GOFLAGS from
+// CGO_ENABLED=0 and -tags grpcnotrace, the go command's own settings (go env) but no GOFLAGS from
 // the environment, so that a -race or -cover of the test run does not
 // reach them. Where rg, fd, node or the npm server is missing, that part is
 // skipped with the package to install; nothing is installed.
@@ -268,9 +268,9 @@ func oneShotGo(dir string, args ...string) *exec.Cmd {
 // build builds them.
 func oneShotBuild(b *testing.B, dir, out string, pkgs ...string) {
 	b.Helper()
-	cmd := oneShotGo(dir, append([]string{"build", "-o", out + string(filepath.Separator)}, pkgs...)...)
+	cmd := oneShotGo(dir, append([]string{"build", "-tags", "grpcnotrace", "-o", out + string(filepath.Separator)}, pkgs...)...)
 	if output, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("CGO_ENABLED=0 go build %v: %v\n%s", pkgs, err, output)
+		b.Fatalf("CGO_ENABLED=0 go build -tags grpcnotrace %v: %v\n%s", pkgs, err, output)
 	}
 }
 
