@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -45,9 +46,16 @@ type Message struct {
 
 // ToolCall is a model's request to run a tool.
 type ToolCall struct {
+	// ID is unique among the calls of one answer: the model's own id, or
+	// one the client made when the model gave none or repeated one.
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Invalid says why the call cannot run, when it cannot: its arguments
+	// are not JSON (Arguments then holds the model's text as a JSON
+	// string), or were cut off by the output limit. The agent runs no
+	// tool for such a call and answers the model with this reason.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // Thinking is one reasoning block of an assistant message.
@@ -82,24 +90,43 @@ type Request struct {
 	Stop []string
 }
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call. InputTokens and OutputTokens are
+// the totals the provider bills; the other fields are its breakdown of
+// them, where it gives one, and are included in the totals.
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CacheReadTokens is input read from the provider's prompt cache.
+	CacheReadTokens int `json:"cache_read_tokens,omitempty"`
+	// CacheWriteTokens is input written to the provider's prompt cache.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens is output spent on reasoning.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
+	}
 }
 
 // Response is a model's answer: one assistant message.
 type Response struct {
 	Message Message
 	// StopReason is the provider's reason, normalised: "end_turn",
-	// "tool_use", "max_tokens", or the provider's own word.
+	// "tool_use", "max_tokens", "refusal" (Message.Content is then the
+	// model's refusal), or the provider's own word.
 	StopReason string
 	Usage      Usage
+	// Warnings name what the client skipped in the provider's answer and
+	// went on without, such as a stream event that was not JSON; the
+	// caller should show them.
+	Warnings []string
 }
 
 // Delta is a piece of a streamed answer.
@@ -124,7 +151,13 @@ type Provider interface {
 // provider, the status and the API's own message; it never holds a key.
 type APIError struct {
 	Provider string
-	Status   int
+	// Status is the HTTP status of the answer; for an error sent inside
+	// a streamed answer (InStream), the status its type stands for (529
+	// for Anthropic's overloaded_error, 500 for a server_error...), or 0.
+	Status int
+	// InStream marks an error the API sent inside a streamed answer,
+	// after answering HTTP 200.
+	InStream bool
 	// Type is the API's error type or code, when it gives one.
 	Type    string
 	Message string
@@ -134,7 +167,10 @@ type APIError struct {
 
 func (e *APIError) Error() string {
 	s := fmt.Sprintf("%s: HTTP %d", e.Provider, e.Status)
-	if e.Status == 0 {
+	switch {
+	case e.InStream:
+		s = e.Provider + ": error in the stream"
+	case e.Status == 0:
 		s = e.Provider + ": error"
 	}
 	if e.Type != "" {
@@ -149,4 +185,55 @@ func (e *APIError) Error() string {
 // Retryable reports whether the request may succeed if sent again.
 func (e *APIError) Retryable() bool {
 	return e.Status == 408 || e.Status == 409 || e.Status == 429 || e.Status >= 500
+}
+
+// InterruptedError is what Stream returns when the answer failed after
+// part of it had been delivered through onDelta. Such a failure is never
+// retried (the caller has shown the part); Partial is what was delivered
+// (its text and thinking; a tool call not yet complete is left out) and
+// Err is what ended the stream.
+type InterruptedError struct {
+	Partial *Response
+	Err     error
+}
+
+func (e *InterruptedError) Error() string {
+	n := 0
+	if e.Partial != nil {
+		n = len(e.Partial.Message.Content)
+	}
+	return fmt.Sprintf("%v (the stream broke off after %d bytes of the answer's text)", e.Err, n)
+}
+
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
+// uniqueCallIDs gives every call of an answer an id that no other call of
+// it has: the model's own when it is unique, else a new random one, so
+// that each result maps back to its call.
+func uniqueCallIDs(calls []ToolCall) {
+	seen := make(map[string]bool, len(calls))
+	for i := range calls {
+		id := calls[i].ID
+		if id == "" || seen[id] {
+			for {
+				id = newCallID()
+				if !seen[id] {
+					break
+				}
+			}
+			calls[i].ID = id
+		}
+		seen[id] = true
+	}
+}
+
+// newCallID is a random tool-call id: "call_" and 24 base-62 digits.
+func newCallID() string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, 0, 29)
+	b = append(b, "call_"...)
+	for range 24 {
+		b = append(b, digits[rand.N(len(digits))])
+	}
+	return string(b)
 }

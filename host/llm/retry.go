@@ -35,22 +35,53 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
+// retrier counts the attempts of one request against its policy. The
+// HTTP retries of send and the retries of a stream that failed before it
+// delivered anything draw from the same attempts.
+type retrier struct {
+	policy  RetryPolicy
+	attempt int // attempts made so far
+}
+
+func newRetrier(p RetryPolicy) *retrier { return &retrier{policy: p.withDefaults()} }
+
+// again waits before another attempt and reports whether one may be made:
+// false when the attempts are spent. wait is what the API asked for, if
+// anything; it is used when within MaxDelay, else the backoff is. It
+// returns ctx's error if ctx ends while waiting.
+func (r *retrier) again(ctx context.Context, wait time.Duration) (bool, error) {
+	if r.attempt >= r.policy.MaxAttempts {
+		return false, nil
+	}
+	if wait <= 0 || wait > r.policy.MaxDelay {
+		wait = backoff(r.policy, r.attempt)
+	}
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(wait):
+		return true, nil
+	}
+}
+
 // send performs the request that build makes, again after a retryable
 // failure, and returns the first 2xx response. A non-2xx answer becomes
 // the error that parseError makes of it (status and body).
-func send(ctx context.Context, client *http.Client, policy RetryPolicy, provider string,
+func send(ctx context.Context, client *http.Client, r *retrier, provider string,
 	build func(ctx context.Context) (*http.Request, error),
 	parseError func(status int, body []byte) *APIError,
 ) (*http.Response, error) {
-	policy = policy.withDefaults()
-	var lastErr error
-	for attempt := 1; ; attempt++ {
+	for {
 		req, err := build(ctx)
 		if err != nil {
 			return nil, err
 		}
+		r.attempt++
 		resp, err := client.Do(req)
-		var wait time.Duration
+		var (
+			lastErr error
+			wait    time.Duration
+		)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -71,17 +102,73 @@ func send(ctx context.Context, client *http.Client, policy RetryPolicy, provider
 			}
 			lastErr, wait = apiErr, apiErr.RetryAfter
 		}
-		if attempt >= policy.MaxAttempts {
+		ok, err := r.again(ctx, wait)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, lastErr
 		}
-		if wait <= 0 || wait > policy.MaxDelay {
-			wait = backoff(policy, attempt)
+	}
+}
+
+// streamWithRetry runs a streamed answer. attempt sends the request
+// (through send, with r) and reads the stream, passing each piece to
+// deliver; on failure it returns what it had assembled so far, if
+// anything, with the error.
+//
+// A retryable error the API sent inside the stream (an *APIError with
+// InStream) is retried like its HTTP twin as long as nothing has been
+// delivered to onDelta yet. Once something has, no failure is retried:
+// it is returned as an *InterruptedError holding the part delivered. An
+// error of onDelta itself is returned as it is.
+func streamWithRetry(ctx context.Context, r *retrier, onDelta func(Delta) error,
+	attempt func(ctx context.Context, deliver func(Delta) error) (*Response, error),
+) (*Response, error) {
+	for {
+		delivered := false
+		var callbackErr error
+		deliver := func(d Delta) error {
+			if d.Text == "" && d.Thinking == "" {
+				return nil
+			}
+			delivered = true
+			if onDelta == nil {
+				return nil
+			}
+			if err := onDelta(d); err != nil {
+				callbackErr = err
+				return err
+			}
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		resp, err := attempt(ctx, deliver)
+		if err == nil {
+			return resp, nil
 		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		if callbackErr != nil {
+			return nil, callbackErr
+		}
+		if delivered {
+			if resp != nil {
+				resp.Message.ToolCalls = nil
+			}
+			return nil, &InterruptedError{Partial: resp, Err: err}
+		}
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && apiErr.InStream && apiErr.Retryable() {
+			ok, werr := r.again(ctx, apiErr.RetryAfter)
+			if werr != nil {
+				return nil, werr
+			}
+			if ok {
+				continue
+			}
+		}
+		return nil, err
 	}
 }
 
