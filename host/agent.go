@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // DefaultMaxTurns bounds the model calls of one Chat when
@@ -285,6 +286,10 @@ const (
 	// EventUsage: Usage is the token count of one model call (one event
 	// per call, right after it ends; sum them for the total).
 	EventUsage
+	// EventWarning: Text is something the provider's client skipped in
+	// the model's answer and went on without (llm.Response.Warnings), one
+	// event each, right after the call's EventUsage.
+	EventWarning
 )
 
 func (t EventType) String() string {
@@ -299,6 +304,8 @@ func (t EventType) String() string {
 		return "message"
 	case EventUsage:
 		return "usage"
+	case EventWarning:
+		return "warning"
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
@@ -313,6 +320,10 @@ type Event struct {
 	IsError  bool
 	Usage    llm.Usage
 	Message  *llm.Message
+	// StopReason is the final answer's stop reason (EventMessage):
+	// "end_turn", or "refusal" when Message.Content is the model's
+	// refusal, "max_tokens"...
+	StopReason string
 }
 
 // Chat sends text as the user's message with the enabled tools, runs every
@@ -374,8 +385,13 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 		if err := emit(Event{Type: EventUsage, Usage: resp.Usage}); err != nil {
 			return "", err
 		}
+		for _, w := range resp.Warnings {
+			if err := emit(Event{Type: EventWarning, Text: w}); err != nil {
+				return "", err
+			}
+		}
 		if len(msg.ToolCalls) == 0 {
-			if err := emit(Event{Type: EventMessage, Message: &msg}); err != nil {
+			if err := emit(Event{Type: EventMessage, Message: &msg, StopReason: resp.StopReason}); err != nil {
 				return "", err
 			}
 			return msg.Content, nil
@@ -403,11 +419,18 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 }
 
 // runTools runs the calls in parallel and returns their results in the
-// calls' order.
+// calls' order. A call the client marked Invalid (arguments that are not
+// JSON, or cut off by the output limit) runs nothing: its result tells
+// the model why.
 func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Message {
 	results := make([]llm.Message, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
+		if c.Invalid != "" {
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, IsError: true,
+				Content: "Error executing " + toolcall.Bound(c.Name, maxToolNameEcho) + ": " + c.Invalid + "; the tool did not run"}
+			continue
+		}
 		wg.Go(func() {
 			out := a.registry.Execute(ctx, c.Name, c.Arguments)
 			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: IsError(out)}

@@ -705,3 +705,66 @@ func TestAgentEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// A call the client marked Invalid (its arguments cut off by the output
+// limit, say) runs no tool: the model reads why, the conversation stays
+// well-formed, and the provider's warnings come out as events.
+func TestAgentInvalidCallRunsNothing(t *testing.T) {
+	t.Parallel()
+	cutOff := func(context.Context, *llm.Request) (*llm.Response, error) {
+		return &llm.Response{
+			Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+				{ID: "call1", Name: "record", Arguments: json.RawMessage(`{"text":"all"}`)},
+				{ID: "call2", Name: "record", Arguments: json.RawMessage(`"{\"text\":\"ha"`),
+					Invalid: "the arguments are not valid JSON; they were cut off by the output limit"},
+			}},
+			StopReason: "max_tokens",
+			Warnings:   []string{"skipped a stream event that is not JSON: {oops"},
+		}, nil
+	}
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){cutOff, answer("sorry")}}
+	a := newAgent(t, p, host.AgentOptions{})
+	var mu sync.Mutex
+	var ran []string
+	record := sdk.NewTool(sdk.Info{Name: "record", Description: "Records."}, func(ctx context.Context, in textIn) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, in.Text)
+		return "recorded", nil
+	})
+	if err := a.AddTool(record); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	var results []string
+	final, err := a.StreamChat(t.Context(), "write it", func(ev host.Event) error {
+		switch ev.Type {
+		case host.EventWarning:
+			warnings = append(warnings, ev.Text)
+		case host.EventToolResult:
+			results = append(results, fmt.Sprintf("%s=%s,%v", ev.ToolCall.ID, ev.Result, ev.IsError))
+		}
+		return nil
+	})
+	if err != nil || final != "sorry" {
+		t.Fatalf("StreamChat = %q, %v", final, err)
+	}
+	if !slices.Equal(ran, []string{"all"}) {
+		t.Errorf("the tool ran with %q; want only the valid call", ran)
+	}
+	want := []string{
+		"call1=recorded,false",
+		"call2=Error executing record: the arguments are not valid JSON; they were cut off by the output limit; the tool did not run,true",
+	}
+	if !slices.Equal(results, want) {
+		t.Errorf("results:\n%s\nwant:\n%s", strings.Join(results, "\n"), strings.Join(want, "\n"))
+	}
+	if !slices.Equal(warnings, []string{"skipped a stream event that is not JSON: {oops"}) {
+		t.Errorf("warnings = %q", warnings)
+	}
+	// The second request carries both results, so every call has one.
+	msgs := p.requests()[1].Messages
+	if n := len(msgs); n != 4 || msgs[2].ToolCallID != "call1" || msgs[3].ToolCallID != "call2" || !msgs[3].IsError {
+		t.Errorf("second request's messages: %+v", msgs)
+	}
+}
