@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // AnthropicConfig configures a client of Anthropic's Messages API.
@@ -25,7 +29,9 @@ type AnthropicConfig struct {
 	// context for deadlines.
 	HTTPClient *http.Client
 	// Retry bounds the retries after 429, 5xx (529 overloaded included)
-	// and transport errors; the zero value means the defaults.
+	// and transport errors, and after the same errors sent with HTTP 200:
+	// as an error body, or in a stream before anything was delivered. The
+	// zero value means the defaults.
 	Retry RetryPolicy
 	// MaxTokens is the max_tokens of a Request that sets none; the API
 	// requires one. Zero means 4096.
@@ -67,12 +73,81 @@ func NewAnthropic(cfg AnthropicConfig) *Anthropic {
 // Name returns "anthropic".
 func (a *Anthropic) Name() string { return "anthropic" }
 
-// Chat sends req and returns the whole answer.
+// Chat sends req and returns the whole answer. An error answer sent with
+// HTTP 200 (a body of type "error") is an *APIError with the status its
+// type stands for, and is retried like an answer with that status.
 func (a *Anthropic) Chat(ctx context.Context, req *Request) (*Response, error) {
-	resp, err := a.post(ctx, req, false)
-	if err != nil {
-		return nil, err
+	out, _, err := a.exchange(ctx, req, false, newRetrier(a.cfg.Retry))
+	return out, err
+}
+
+// Stream sends req with stream: true, calls onDelta for each piece of
+// text or thinking as it arrives, and returns the whole answer.
+//
+// An error event in the stream is an *APIError with InStream set and the
+// status its type stands for (529 for overloaded_error...). Before any
+// text or thinking was delivered, a retryable one is retried like its
+// HTTP twin, with the same attempts; after, the stream's failure is an
+// *InterruptedError holding what was delivered. A server that ignored
+// stream and answered with the whole message (JSON) is read as Chat
+// reads it, its thinking and then its text passed to onDelta.
+func (a *Anthropic) Stream(ctx context.Context, req *Request, onDelta func(Delta) error) (*Response, error) {
+	r := newRetrier(a.cfg.Retry)
+	return streamWithRetry(ctx, r, onDelta, func(ctx context.Context, deliver func(Delta) error) (*Response, error) {
+		out, body, err := a.exchange(ctx, req, true, r)
+		if err != nil {
+			return nil, err
+		}
+		if body == nil {
+			return out, anthropicDeliverWhole(&out.Message, deliver)
+		}
+		defer body.Close()
+		return a.readStream(body, deliver)
+	})
+}
+
+// exchange sends req and returns the answer: the whole message decoded
+// (always for Chat; for Stream when the server answered JSON), or else
+// the body of the stream, for the caller to read and close. An error
+// answer sent with HTTP 200 is retried like its HTTP twin, drawing on
+// the attempts of r.
+func (a *Anthropic) exchange(ctx context.Context, req *Request, stream bool, r *retrier) (*Response, io.ReadCloser, error) {
+	for {
+		resp, err := a.post(ctx, req, stream, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if stream && !anthropicIsJSON(resp.Header) {
+			return nil, resp.Body, nil
+		}
+		out, err := a.readMessage(ctx, resp)
+		if err == nil {
+			return out, nil, nil
+		}
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || !apiErr.Retryable() {
+			return nil, nil, err
+		}
+		ok, werr := r.again(ctx, apiErr.RetryAfter)
+		if werr != nil {
+			return nil, nil, werr
+		}
+		if !ok {
+			return nil, nil, err
+		}
 	}
+}
+
+// anthropicIsJSON reports whether an answer's Content-Type is JSON.
+func anthropicIsJSON(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// readMessage reads and closes a whole (non-streamed) answer. A body of
+// type "error" is returned as an *APIError whose Status is the one its
+// type stands for, since the HTTP status was 200.
+func (a *Anthropic) readMessage(ctx context.Context, resp *http.Response) (*Response, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, anthropicMaxBody))
 	if err != nil {
@@ -85,12 +160,19 @@ func (a *Anthropic) Chat(ctx context.Context, req *Request) (*Response, error) {
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return nil, fmt.Errorf("anthropic: decoding the answer: %w", err)
 	}
-	if msg.Type == "error" && msg.Error != nil {
-		return nil, a.apiError(0, msg.Error)
+	if msg.Type == "error" {
+		e := msg.Error
+		if e == nil {
+			e = &anthropicErrorBody{Message: "error answer without details"}
+		}
+		apiErr := a.apiError(anthropicErrorStatus(e.Type), e)
+		apiErr.RetryAfter = retryAfter(resp.Header)
+		return nil, apiErr
 	}
+	stop := anthropicStopReason(msg.StopReason)
 	out := &Response{
-		Message:    anthropicMessageFrom(msg.Content),
-		StopReason: anthropicStopReason(msg.StopReason),
+		Message:    anthropicMessageFrom(msg.Content, stop),
+		StopReason: stop,
 	}
 	if msg.Usage != nil {
 		out.Usage = msg.Usage.usage()
@@ -98,27 +180,20 @@ func (a *Anthropic) Chat(ctx context.Context, req *Request) (*Response, error) {
 	return out, nil
 }
 
-// Stream sends req with stream: true, calls onDelta for each piece of
-// text or thinking as it arrives, and returns the whole answer. An error
-// event in the stream is returned as an *APIError.
-func (a *Anthropic) Stream(ctx context.Context, req *Request, onDelta func(Delta) error) (*Response, error) {
-	if onDelta == nil {
-		onDelta = func(Delta) error { return nil }
+// anthropicDeliverWhole passes a message that came whole to deliver as a
+// stream would have: its thinking, then its text.
+func anthropicDeliverWhole(m *Message, deliver func(Delta) error) error {
+	for _, t := range m.Thinking {
+		if err := deliver(Delta{Thinking: t.Text}); err != nil {
+			return err
+		}
 	}
-	resp, err := a.post(ctx, req, true)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out, err := a.readStream(resp.Body, onDelta)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return out, err
+	return deliver(Delta{Text: m.Content})
 }
 
-// post sends req to /v1/messages, with the retries of the policy.
-func (a *Anthropic) post(ctx context.Context, req *Request, stream bool) (*http.Response, error) {
+// post sends req to /v1/messages, with the retries of the policy; r
+// counts the attempts.
+func (a *Anthropic) post(ctx context.Context, req *Request, stream bool, r *retrier) (*http.Response, error) {
 	if a.cfg.APIKey == "" {
 		return nil, fmt.Errorf("anthropic: %w", ErrNoKey)
 	}
@@ -142,7 +217,7 @@ func (a *Anthropic) post(ctx context.Context, req *Request, stream bool) (*http.
 		}
 		return r, nil
 	}
-	return send(ctx, a.cfg.HTTPClient, a.cfg.Retry, "anthropic", build, a.parseError)
+	return send(ctx, a.cfg.HTTPClient, r, "anthropic", build, a.parseError)
 }
 
 // parseError makes an *APIError of a non-2xx answer.
@@ -165,6 +240,36 @@ func (a *Anthropic) parseError(status int, body []byte) *APIError {
 
 func (a *Anthropic) apiError(status int, e *anthropicErrorBody) *APIError {
 	return &APIError{Provider: "anthropic", Status: status, Type: a.redact(e.Type), Message: a.redact(e.Message)}
+}
+
+// anthropicErrorStatus is the HTTP status that an error type stands for,
+// as the API's documentation pairs them, or 0 for a type it does not
+// list. It is the Status of an error sent with HTTP 200: in a stream, or
+// as a whole answer.
+func anthropicErrorStatus(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "api_error":
+		return http.StatusInternalServerError
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "overloaded_error":
+		return 529
+	}
+	return 0
 }
 
 // redact removes the key from a text the API sent back, should it ever
@@ -340,12 +445,24 @@ type anthropicUsage struct {
 }
 
 // usage counts cached input as input: the neutral count is what the
-// model read.
+// model read. The cache's reads and writes are kept as its breakdown.
 func (u *anthropicUsage) usage() Usage {
 	return Usage{
-		InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		OutputTokens: u.OutputTokens,
+		InputTokens:      u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+		OutputTokens:     u.OutputTokens,
+		CacheReadTokens:  u.CacheReadInputTokens,
+		CacheWriteTokens: u.CacheCreationInputTokens,
 	}
+}
+
+// merge takes in the counts of a message_delta. They are cumulative, so
+// never below message_start's: the larger of each is kept, which also
+// keeps the counts a delta leaves out (many send only output_tokens).
+func (u *anthropicUsage) merge(v *anthropicUsage) {
+	u.InputTokens = max(u.InputTokens, v.InputTokens)
+	u.OutputTokens = max(u.OutputTokens, v.OutputTokens)
+	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, v.CacheCreationInputTokens)
+	u.CacheReadInputTokens = max(u.CacheReadInputTokens, v.CacheReadInputTokens)
 }
 
 type anthropicErrorBody struct {
@@ -354,33 +471,94 @@ type anthropicErrorBody struct {
 }
 
 // anthropicMessageFrom assembles the assistant message of content blocks:
-// text concatenated, tool_use blocks as calls, thinking blocks kept.
-func anthropicMessageFrom(blocks []anthropicBlock) Message {
+// text joined (see anthropicText), tool_use blocks as calls, thinking
+// blocks kept. Other blocks (a server tool's call or result) are the
+// API's own business and are left out. stopReason is the answer's: when
+// it is max_tokens and the last block is a tool_use, that call was cut
+// off.
+func anthropicMessageFrom(blocks []anthropicBlock, stopReason string) Message {
 	m := Message{Role: RoleAssistant}
-	var text strings.Builder
-	for _, b := range blocks {
+	var text anthropicText
+	for i, b := range blocks {
+		text.block(b.Type)
 		switch b.Type {
 		case "text":
-			text.WriteString(b.Text)
+			text.add(b.Text)
 		case "thinking":
 			m.Thinking = append(m.Thinking, Thinking{Text: b.Thinking, Signature: b.Signature})
 		case "redacted_thinking":
 			m.Thinking = append(m.Thinking, Thinking{Redacted: b.Data})
 		case "tool_use":
-			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: anthropicArgs(b.Input)})
+			cut := stopReason == "max_tokens" && i == len(blocks)-1
+			m.ToolCalls = append(m.ToolCalls, anthropicCall(b, cut))
 		}
 	}
 	m.Content = text.String()
+	uniqueCallIDs(m.ToolCalls)
 	return m
 }
 
-// anthropicArgs is a tool_use input as call arguments: {} when absent.
-func anthropicArgs(input json.RawMessage) json.RawMessage {
-	trimmed := bytes.TrimSpace(input)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return json.RawMessage(`{}`)
+// anthropicText joins the text blocks of an answer. Consecutive text
+// blocks are one text split apart (citations do that) and are joined as
+// they are; text blocks with another kind of block between them, such as
+// a server tool's call and result, are separate paragraphs and are
+// joined by a blank line. Thinking blocks separate nothing.
+type anthropicText struct {
+	b     strings.Builder
+	apart bool // a block of another kind came after the last text
+}
+
+// block notes the start of a content block of type typ.
+func (t *anthropicText) block(typ string) {
+	switch typ {
+	case "text", "thinking", "redacted_thinking":
+	default:
+		t.apart = true
 	}
-	return slices.Clone(json.RawMessage(trimmed))
+}
+
+// add appends a piece of text and returns what it appended: the piece,
+// after a blank line when it starts a new paragraph.
+func (t *anthropicText) add(s string) string {
+	if s == "" {
+		return ""
+	}
+	if t.apart && t.b.Len() > 0 {
+		s = "\n\n" + s
+	}
+	t.apart = false
+	t.b.WriteString(s)
+	return s
+}
+
+func (t *anthropicText) String() string { return t.b.String() }
+
+// anthropicCall makes a call of a tool_use block; an absent input is {}.
+// An input that is not JSON (a streamed one cut short) is held as a JSON
+// string of its text, and the call is marked Invalid. cut says the output
+// limit ended the answer in this block: the call is then Invalid even if
+// its input parses, since it may be short.
+func anthropicCall(b anthropicBlock, cut bool) ToolCall {
+	c := ToolCall{ID: b.ID, Name: b.Name}
+	input := bytes.TrimSpace(b.Input)
+	switch {
+	case len(input) == 0 || string(input) == "null":
+		c.Arguments = json.RawMessage(`{}`)
+	case json.Valid(input):
+		c.Arguments = slices.Clone(json.RawMessage(input))
+	default:
+		// Marshalling a string cannot fail.
+		c.Arguments, _ = json.Marshal(string(input))
+		c.Invalid = "the arguments are not valid JSON"
+		if cut {
+			c.Invalid += "; they were cut off by the output limit"
+		}
+		return c
+	}
+	if cut {
+		c.Invalid = "the arguments were cut off by the output limit (max_tokens)"
+	}
+	return c
 }
 
 // anthropicStopReason normalises a stop_reason. The API's words
@@ -419,14 +597,16 @@ type anthropicStreamBlock struct {
 	signature strings.Builder
 }
 
-// readStream reads the server-sent events of a streamed answer.
-func (a *Anthropic) readStream(body io.Reader, onDelta func(Delta) error) (*Response, error) {
+// readStream reads the server-sent events of a streamed answer, passing
+// each piece of text or thinking to deliver. On failure it returns what
+// it had assembled, with the error.
+func (a *Anthropic) readStream(body io.Reader, deliver func(Delta) error) (*Response, error) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), anthropicMaxLine)
 	var (
 		data    strings.Builder
 		hasData bool
-		st      = anthropicStreamState{blocks: map[int]*anthropicStreamBlock{}}
+		st      = anthropicStreamState{blocks: map[int]*anthropicStreamBlock{}, deliver: deliver}
 	)
 	for sc.Scan() {
 		line := sc.Text()
@@ -434,9 +614,9 @@ func (a *Anthropic) readStream(body io.Reader, onDelta func(Delta) error) (*Resp
 			if !hasData {
 				continue
 			}
-			done, err := st.handle(a, data.String(), onDelta)
+			done, err := st.handle(a, data.String())
 			if err != nil {
-				return nil, err
+				return st.response(), err
 			}
 			if done {
 				return st.response(), nil
@@ -458,37 +638,60 @@ func (a *Anthropic) readStream(body io.Reader, onDelta func(Delta) error) (*Resp
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("anthropic: reading the stream: %w", err)
+		return st.response(), fmt.Errorf("anthropic: reading the stream: %w", err)
 	}
 	if hasData {
-		done, err := st.handle(a, data.String(), onDelta)
+		done, err := st.handle(a, data.String())
 		if err != nil {
-			return nil, err
+			return st.response(), err
 		}
 		if done {
 			return st.response(), nil
 		}
 	}
-	return nil, fmt.Errorf("anthropic: stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+	return st.response(), fmt.Errorf("anthropic: stream ended before message_stop: %w", io.ErrUnexpectedEOF)
 }
 
 // anthropicStreamState is what a stream has said so far.
 type anthropicStreamState struct {
+	deliver    func(Delta) error
+	started    bool // message_start was seen
 	blocks     map[int]*anthropicStreamBlock
+	text       anthropicText // the text delivered
 	stopReason string
-	usage      Usage
+	usage      anthropicUsage
+	warnings   []string
 }
 
-// handle applies one event; done reports message_stop.
-func (st *anthropicStreamState) handle(a *Anthropic, data string, onDelta func(Delta) error) (done bool, err error) {
+// anthropicMaxQuote bounds what a warning quotes of an event.
+const anthropicMaxQuote = 100
+
+// handle applies one event; done reports message_stop. An event whose
+// data is not JSON, or not of the shape its type has, is skipped and
+// named in the answer's warnings.
+func (st *anthropicStreamState) handle(a *Anthropic, data string) (done bool, err error) {
+	if data == "" { // an empty event carries nothing
+		return false, nil
+	}
 	var ev anthropicEvent
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
-		return false, fmt.Errorf("anthropic: decoding a stream event: %w", err)
+		what := "of an unknown shape"
+		if !json.Valid([]byte(data)) {
+			what = "that is not JSON"
+		}
+		st.warnings = append(st.warnings, "skipped a stream event "+what+": "+anthropicQuote(a.redact(data), anthropicMaxQuote))
+		return false, nil
 	}
 	switch ev.Type {
 	case "message_start":
+		// A second one means two answers spliced into one stream: their
+		// blocks would mix.
+		if st.started {
+			return false, errors.New("anthropic: a second message_start in one stream")
+		}
+		st.started = true
 		if ev.Message != nil && ev.Message.Usage != nil {
-			st.usage = ev.Message.Usage.usage()
+			st.usage = *ev.Message.Usage
 		}
 	case "content_block_start":
 		b := &anthropicStreamBlock{}
@@ -498,8 +701,9 @@ func (st *anthropicStreamState) handle(a *Anthropic, data string, onDelta func(D
 		b.text.WriteString(b.start.Text + b.start.Thinking)
 		b.signature.WriteString(b.start.Signature)
 		st.blocks[ev.Index] = b
-		if b.start.Type == "text" && b.start.Text != "" {
-			if err := onDelta(Delta{Text: b.start.Text}); err != nil {
+		st.text.block(b.start.Type)
+		if b.start.Type == "text" {
+			if err := st.deliver(Delta{Text: st.text.add(b.start.Text)}); err != nil {
 				return false, err
 			}
 		}
@@ -518,14 +722,13 @@ func (st *anthropicStreamState) handle(a *Anthropic, data string, onDelta func(D
 				b.start.Type = "text"
 			}
 			b.text.WriteString(ev.Delta.Text)
-			if ev.Delta.Text != "" {
-				if err := onDelta(Delta{Text: ev.Delta.Text}); err != nil {
-					return false, err
-				}
+			if err := st.deliver(Delta{Text: st.text.add(ev.Delta.Text)}); err != nil {
+				return false, err
 			}
 		case "input_json_delta":
 			if b.start.Type == "" {
 				b.start.Type = "tool_use"
+				st.text.block(b.start.Type)
 			}
 			b.json.WriteString(ev.Delta.PartialJSON)
 		case "thinking_delta":
@@ -533,10 +736,8 @@ func (st *anthropicStreamState) handle(a *Anthropic, data string, onDelta func(D
 				b.start.Type = "thinking"
 			}
 			b.text.WriteString(ev.Delta.Thinking)
-			if ev.Delta.Thinking != "" {
-				if err := onDelta(Delta{Thinking: ev.Delta.Thinking}); err != nil {
-					return false, err
-				}
+			if err := st.deliver(Delta{Thinking: ev.Delta.Thinking}); err != nil {
+				return false, err
 			}
 		case "signature_delta":
 			b.signature.WriteString(ev.Delta.Signature)
@@ -547,12 +748,7 @@ func (st *anthropicStreamState) handle(a *Anthropic, data string, onDelta func(D
 			st.stopReason = ev.Delta.StopReason
 		}
 		if ev.Usage != nil {
-			// message_delta's counts are cumulative.
-			u := ev.Usage.usage()
-			if u.InputTokens > 0 {
-				st.usage.InputTokens = u.InputTokens
-			}
-			st.usage.OutputTokens = u.OutputTokens
+			st.usage.merge(ev.Usage)
 		}
 	case "message_stop":
 		return true, nil
@@ -561,12 +757,27 @@ func (st *anthropicStreamState) handle(a *Anthropic, data string, onDelta func(D
 		if e == nil {
 			e = &anthropicErrorBody{Type: "error", Message: "error event without details"}
 		}
-		return false, a.apiError(0, e)
+		apiErr := a.apiError(anthropicErrorStatus(e.Type), e)
+		apiErr.InStream = true
+		return false, apiErr
 	}
 	return false, nil
 }
 
-// response assembles the streamed blocks, in index order.
+// anthropicQuote is s quoted, cut to at most n bytes on a character
+// boundary, with "..." after the quotes when cut.
+func anthropicQuote(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strconv.Quote(s[:n]) + "..."
+}
+
+// response assembles the streamed blocks, in index order. Its text is
+// the text delivered, separators included.
 func (st *anthropicStreamState) response() *Response {
 	idx := make([]int, 0, len(st.blocks))
 	for i := range st.blocks {
@@ -591,9 +802,13 @@ func (st *anthropicStreamState) response() *Response {
 		}
 		blocks = append(blocks, out)
 	}
+	stop := anthropicStopReason(st.stopReason)
+	msg := anthropicMessageFrom(blocks, stop)
+	msg.Content = st.text.String()
 	return &Response{
-		Message:    anthropicMessageFrom(blocks),
-		StopReason: anthropicStopReason(st.stopReason),
-		Usage:      st.usage,
+		Message:    msg,
+		StopReason: stop,
+		Usage:      st.usage.usage(),
+		Warnings:   st.warnings,
 	}
 }

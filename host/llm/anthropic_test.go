@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,56 @@ type anthropicReply struct {
 	status int               // 0: 200
 	header map[string]string // extra response headers
 	file   string            // fixture under testdata/anthropic
+	way    anthropicWay      // how the body is written
+}
+
+// anthropicWay is a way the replay server writes a body. A client must
+// read every fixture the same whichever way it comes.
+type anthropicWay int
+
+const (
+	anthropicAsIs    anthropicWay = iota
+	anthropicChunked              // in 7-byte writes, each flushed
+	anthropicCRLF                 // with "\r\n" line ends
+)
+
+func (w anthropicWay) String() string {
+	switch w {
+	case anthropicChunked:
+		return "7-byte chunks"
+	case anthropicCRLF:
+		return "CRLF"
+	}
+	return "as is"
+}
+
+func (w anthropicWay) write(rw http.ResponseWriter, body []byte) {
+	switch w {
+	case anthropicChunked:
+		for len(body) > 0 {
+			n := min(7, len(body))
+			rw.Write(body[:n])
+			rw.(http.Flusher).Flush()
+			body = body[n:]
+		}
+	case anthropicCRLF:
+		rw.Write(bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n")))
+	default:
+		rw.Write(body)
+	}
+}
+
+// anthropicEachWay runs f, in parallel subtests, once for each way of
+// writing the fixtures: as is, in 7-byte flushed writes, and with CRLF
+// line ends.
+func anthropicEachWay(t *testing.T, f func(t *testing.T, way anthropicWay)) {
+	t.Helper()
+	for _, way := range []anthropicWay{anthropicAsIs, anthropicChunked, anthropicCRLF} {
+		t.Run(way.String(), func(t *testing.T) {
+			t.Parallel()
+			f(t, way)
+		})
+	}
 }
 
 // anthropicReplay is an httptest server that answers requests with
@@ -78,7 +129,7 @@ func (r *anthropicReplay) serve(w http.ResponseWriter, req *http.Request) {
 		status = http.StatusOK
 	}
 	w.WriteHeader(status)
-	w.Write(data)
+	rep.way.write(w, data)
 }
 
 // requests returns the bodies the client sent, decoded.
@@ -218,7 +269,7 @@ func TestAnthropicChatToolsAndThinking(t *testing.T) {
 					},
 				},
 				StopReason: "tool_use",
-				Usage:      Usage{InputTokens: 400, OutputTokens: 96},
+				Usage:      Usage{InputTokens: 400, OutputTokens: 96, CacheReadTokens: 20},
 			},
 		},
 		"thinking and redacted thinking kept": {
@@ -250,16 +301,20 @@ func TestAnthropicChatToolsAndThinking(t *testing.T) {
 	}
 }
 
-// anthropicCompareResponse compares responses, tool arguments as JSON.
+// anthropicCompareResponse compares responses, tool arguments as JSON,
+// and checks that the answer marshals.
 func anthropicCompareResponse(t *testing.T, got, want *Response) {
 	t.Helper()
+	if _, err := json.Marshal(got); err != nil {
+		t.Errorf("the response does not marshal: %v", err)
+	}
 	if len(got.Message.ToolCalls) != len(want.Message.ToolCalls) {
 		t.Fatalf("tool calls = %+v\nwant %+v", got.Message.ToolCalls, want.Message.ToolCalls)
 	}
 	for i := range got.Message.ToolCalls {
 		g, w := got.Message.ToolCalls[i], want.Message.ToolCalls[i]
-		if g.ID != w.ID || g.Name != w.Name || !anthropicJSONEqual(t, g.Arguments, w.Arguments) {
-			t.Errorf("tool call %d = %s %s %s, want %s %s %s", i, g.ID, g.Name, g.Arguments, w.ID, w.Name, w.Arguments)
+		if g.ID != w.ID || g.Name != w.Name || !anthropicJSONEqual(t, g.Arguments, w.Arguments) || g.Invalid != w.Invalid {
+			t.Errorf("tool call %d = %s %s %s %q\nwant %s %s %s %q", i, g.ID, g.Name, g.Arguments, g.Invalid, w.ID, w.Name, w.Arguments, w.Invalid)
 		}
 	}
 	g, w := *got, *want
@@ -409,48 +464,62 @@ func TestAnthropicStream(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r := newAnthropicReplay(t, anthropicReply{file: tc.file})
-			var deltas []Delta
-			resp, err := r.client(anthropicTestKey).Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
-				deltas = append(deltas, d)
-				return nil
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: tc.file, way: way})
+				var deltas []Delta
+				resp, err := r.client(anthropicTestKey).Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
+					deltas = append(deltas, d)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(deltas, tc.deltas) {
+					t.Errorf("deltas = %q\nwant %q", deltas, tc.deltas)
+				}
+				anthropicCompareResponse(t, resp, tc.want)
+				anthropicCheckHeaders(t, r.headers[0], true)
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(deltas, tc.deltas) {
-				t.Errorf("deltas = %q\nwant %q", deltas, tc.deltas)
-			}
-			anthropicCompareResponse(t, resp, tc.want)
-			anthropicCheckHeaders(t, r.headers[0], true)
 		})
 	}
 }
 
+// TestAnthropicStreamErrorEvent: an error event after text was delivered
+// ends the stream, unretried, as an *InterruptedError holding the text.
 func TestAnthropicStreamErrorEvent(t *testing.T) {
 	t.Parallel()
-	r := newAnthropicReplay(t, anthropicReply{file: "error_midstream.sse"})
-	var text strings.Builder
-	resp, err := r.client(anthropicTestKey).Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
-		text.WriteString(d.Text)
-		return nil
+	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+		r := newAnthropicReplay(t, anthropicReply{file: "error_midstream.sse", way: way})
+		var text strings.Builder
+		resp, err := r.client(anthropicTestKey).Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
+			text.WriteString(d.Text)
+			return nil
+		})
+		if resp != nil {
+			t.Errorf("response = %+v, want nil", resp)
+		}
+		var ie *InterruptedError
+		if !errors.As(err, &ie) {
+			t.Fatalf("error = %v (%T), want *InterruptedError", err, err)
+		}
+		if ie.Partial == nil || ie.Partial.Message.Content != "Partial" {
+			t.Errorf("partial answer = %+v, want the text %q", ie.Partial, "Partial")
+		}
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("error = %v, want an *APIError inside", err)
+		}
+		want := APIError{Provider: "anthropic", Status: 529, InStream: true, Type: "overloaded_error", Message: "Overloaded"}
+		if *apiErr != want {
+			t.Errorf("APIError = %+v\nwant %+v", *apiErr, want)
+		}
+		if text.String() != "Partial" {
+			t.Errorf("text before the error = %q", text.String())
+		}
+		if len(r.bodies) != 1 {
+			t.Errorf("%d requests, want 1 (a stream is not retried once it has delivered)", len(r.bodies))
+		}
 	})
-	if resp != nil {
-		t.Errorf("response = %+v, want nil", resp)
-	}
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) {
-		t.Fatalf("error = %v (%T), want *APIError", err, err)
-	}
-	if apiErr.Provider != "anthropic" || apiErr.Type != "overloaded_error" || apiErr.Message != "Overloaded" {
-		t.Errorf("APIError = %+v", apiErr)
-	}
-	if text.String() != "Partial" {
-		t.Errorf("text before the error = %q", text.String())
-	}
-	if len(r.bodies) != 1 {
-		t.Errorf("%d requests, want 1 (a stream is not retried once it has begun)", len(r.bodies))
-	}
 }
 
 func TestAnthropicStreamOnDeltaError(t *testing.T) {
@@ -687,5 +756,553 @@ func TestAnthropicStreamCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stream did not return after the context was cancelled")
+	}
+}
+
+// anthropicAsk sends the simple request through Chat, or through Stream
+// collecting the deltas.
+func anthropicAsk(t *testing.T, c *Anthropic, stream bool) (*Response, []Delta, error) {
+	t.Helper()
+	if !stream {
+		resp, err := c.Chat(t.Context(), anthropicSimpleRequest())
+		return resp, nil, err
+	}
+	var deltas []Delta
+	resp, err := c.Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
+		deltas = append(deltas, d)
+		return nil
+	})
+	return resp, deltas, err
+}
+
+// anthropicStreamedText is the text of deltas, joined.
+func anthropicStreamedText(deltas []Delta) string {
+	var b strings.Builder
+	for _, d := range deltas {
+		b.WriteString(d.Text)
+	}
+	return b.String()
+}
+
+// anthropicJSONString is s as a JSON string.
+func anthropicJSONString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// TestAnthropicToolCallCutOff: arguments that are not JSON are held as a
+// JSON string and the call marked Invalid; with stop_reason max_tokens,
+// the call the limit ended in is Invalid even if its input parses.
+func TestAnthropicToolCallCutOff(t *testing.T) {
+	t.Parallel()
+	writeA := ToolCall{ID: "toolu_01Wr1teA", Name: "write_file", Arguments: json.RawMessage(`{"path":"a.txt","text":"alpha"}`)}
+	tests := map[string]struct {
+		file string
+		want *Response
+	}{
+		"stream: the last input cut short": {
+			file: "tool_cut_off.sse",
+			want: &Response{
+				Message: Message{
+					Role:    RoleAssistant,
+					Content: "Writing both files.",
+					ToolCalls: []ToolCall{writeA, {
+						ID: "toolu_02Wr1teB", Name: "write_file",
+						Arguments: anthropicJSONString(`{"path": "b.txt", "text": "the first li`),
+						Invalid:   "the arguments are not valid JSON; they were cut off by the output limit",
+					}},
+				},
+				StopReason: "max_tokens",
+				Usage:      Usage{InputTokens: 310, OutputTokens: 64},
+			},
+		},
+		"stream: the last input cut off where it parses": {
+			file: "tool_cut_off_parses.sse",
+			want: &Response{
+				Message: Message{
+					Role: RoleAssistant,
+					ToolCalls: []ToolCall{{
+						ID: "toolu_01Run", Name: "run",
+						Arguments: json.RawMessage(`{"command":"rm -r build"}`),
+						Invalid:   "the arguments were cut off by the output limit (max_tokens)",
+					}},
+				},
+				StopReason: "max_tokens",
+				Usage:      Usage{InputTokens: 120, OutputTokens: 16},
+			},
+		},
+		"stream: input not JSON without the limit": {
+			file: "tool_invalid_json.sse",
+			want: &Response{
+				Message: Message{
+					Role: RoleAssistant,
+					ToolCalls: []ToolCall{{
+						ID: "toolu_01Bad", Name: "read_file",
+						Arguments: anthropicJSONString(`{"path": a.txt}`),
+						Invalid:   "the arguments are not valid JSON",
+					}},
+				},
+				StopReason: "tool_use",
+				Usage:      Usage{InputTokens: 90, OutputTokens: 12},
+			},
+		},
+		"chat: the last call cut off": {
+			file: "tool_cut_off.json",
+			want: &Response{
+				Message: Message{
+					Role:    RoleAssistant,
+					Content: "Writing both files.",
+					ToolCalls: []ToolCall{writeA, {
+						ID: "toolu_02Wr1teB", Name: "write_file",
+						Arguments: json.RawMessage(`{"path":"b.txt"}`),
+						Invalid:   "the arguments were cut off by the output limit (max_tokens)",
+					}},
+				},
+				StopReason: "max_tokens",
+				Usage:      Usage{InputTokens: 310, OutputTokens: 64},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: tc.file, way: way})
+				stream := strings.HasSuffix(tc.file, ".sse")
+				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), stream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				anthropicCompareResponse(t, resp, tc.want)
+				if stream && anthropicStreamedText(deltas) != resp.Message.Content {
+					t.Errorf("streamed text %q, content %q", anthropicStreamedText(deltas), resp.Message.Content)
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicStreamSecondMessageStart: two answers spliced into one
+// stream are an error, not one answer mixing both.
+func TestAnthropicStreamSecondMessageStart(t *testing.T) {
+	t.Parallel()
+	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+		r := newAnthropicReplay(t, anthropicReply{file: "second_message_start.sse", way: way})
+		resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
+		if resp != nil {
+			t.Errorf("response = %+v, want nil", resp)
+		}
+		// The first answer's text was delivered: the failure is an
+		// interruption holding it.
+		var ie *InterruptedError
+		if !errors.As(err, &ie) {
+			t.Fatalf("error = %v (%T), want *InterruptedError", err, err)
+		}
+		if got, want := ie.Err.Error(), "anthropic: a second message_start in one stream"; got != want {
+			t.Errorf("error = %q, want %q", got, want)
+		}
+		if got := anthropicStreamedText(deltas); got != "The answer is" || ie.Partial.Message.Content != got {
+			t.Errorf("streamed %q, partial %q, want %q both", got, ie.Partial.Message.Content, "The answer is")
+		}
+		if len(r.bodies) != 1 {
+			t.Errorf("%d requests, want 1", len(r.bodies))
+		}
+	})
+}
+
+// TestAnthropicStreamSkipsEventNotJSON: an event whose data is not JSON,
+// or not of its type's shape, is skipped and named in the warnings; the
+// stream goes on.
+func TestAnthropicStreamSkipsEventNotJSON(t *testing.T) {
+	t.Parallel()
+	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+		r := newAnthropicReplay(t, anthropicReply{file: "event_not_json.sse", way: way})
+		resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The second event's data is quoted to its first 100 bytes.
+		long := "upstream latency high; this line is not JSON and is long enough to be cut where the warning quotes it, well past one hundred bytes"
+		want := &Response{
+			Message:    Message{Role: RoleAssistant, Content: "Hello world."},
+			StopReason: "end_turn",
+			Usage:      Usage{InputTokens: 25, OutputTokens: 6},
+			Warnings: []string{
+				`skipped a stream event that is not JSON: "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"`,
+				"skipped a stream event that is not JSON: " + strconv.Quote(long[:100]) + "...",
+				`skipped a stream event of an unknown shape: "{\"type\":\"content_block_delta\",\"index\":\"0\",\"delta\":{\"type\":\"text_delta\",\"text\":\"!\"}}"`,
+			},
+		}
+		anthropicCompareResponse(t, resp, want)
+		if wantDeltas := []Delta{{Text: "Hello"}, {Text: " world."}}; !reflect.DeepEqual(deltas, wantDeltas) {
+			t.Errorf("deltas = %q, want %q", deltas, wantDeltas)
+		}
+	})
+}
+
+// TestAnthropicStreamErrorEventRetried: a retryable error event before
+// anything was delivered is retried like its HTTP twin, with the same
+// attempts.
+func TestAnthropicStreamErrorEventRetried(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		replies  []anthropicReply
+		requests int
+		wantErr  *APIError // nil: the answer of text.sse
+	}{
+		"overloaded_error as the first event": {
+			replies:  []anthropicReply{{file: "error_first.sse"}, {file: "text.sse"}},
+			requests: 2,
+		},
+		"overloaded_error after message_start, before any text": {
+			replies:  []anthropicReply{{file: "error_before_text.sse"}, {file: "text.sse"}},
+			requests: 2,
+		},
+		"HTTP 200 with a JSON error body": {
+			replies:  []anthropicReply{{file: "error_529.json"}, {file: "text.sse"}},
+			requests: 2,
+		},
+		"attempts shared with the HTTP retries, until they run out": {
+			replies:  []anthropicReply{{status: 529, file: "error_529.json"}, {file: "error_first.sse"}, {file: "error_before_text.sse"}},
+			requests: 3,
+			wantErr:  &APIError{Provider: "anthropic", Status: 529, InStream: true, Type: "overloaded_error", Message: "Overloaded"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				replies := slices.Clone(tc.replies)
+				for i := range replies {
+					replies[i].way = way
+				}
+				r := newAnthropicReplay(t, replies...)
+				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
+				if len(r.bodies) != tc.requests {
+					t.Errorf("%d requests, want %d", len(r.bodies), tc.requests)
+				}
+				if tc.wantErr != nil {
+					var apiErr *APIError
+					if !errors.As(err, &apiErr) || *apiErr != *tc.wantErr {
+						t.Fatalf("error = %#v, want %+v", err, *tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Message.Content != "Hello! How can I help?" || anthropicStreamedText(deltas) != resp.Message.Content {
+					t.Errorf("content %q, streamed %q", resp.Message.Content, anthropicStreamedText(deltas))
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicStreamErrorEventNotRetryable: an error event of a type
+// that retrying cannot mend is returned at once.
+func TestAnthropicStreamErrorEventNotRetryable(t *testing.T) {
+	t.Parallel()
+	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+		r := newAnthropicReplay(t, anthropicReply{file: "error_invalid_request.sse", way: way}, anthropicReply{file: "text.sse"})
+		_, _, err := anthropicAsk(t, r.client(anthropicTestKey), true)
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("error = %v (%T), want *APIError", err, err)
+		}
+		var ie *InterruptedError
+		if errors.As(err, &ie) {
+			t.Errorf("error = %v, want no *InterruptedError: nothing was delivered", err)
+		}
+		want := APIError{Provider: "anthropic", Status: 400, InStream: true, Type: "invalid_request_error", Message: "prompt is too long: 210000 tokens > 200000 maximum"}
+		if *apiErr != want {
+			t.Errorf("APIError = %+v\nwant %+v", *apiErr, want)
+		}
+		if !strings.Contains(err.Error(), "error in the stream") {
+			t.Errorf("error %q does not say it came in the stream", err)
+		}
+		if len(r.bodies) != 1 {
+			t.Errorf("%d requests, want 1", len(r.bodies))
+		}
+	})
+}
+
+// TestAnthropicChatErrorBody: an error body sent with HTTP 200 takes the
+// status its type stands for, and is retried as that status would be.
+func TestAnthropicChatErrorBody(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		replies  []anthropicReply
+		requests int
+		wantErr  *APIError // nil: the answer of text.json
+	}{
+		"overloaded_error retried": {
+			replies:  []anthropicReply{{file: "error_529.json"}, {file: "text.json"}},
+			requests: 2,
+		},
+		"rate_limit_error with Retry-After retried": {
+			replies:  []anthropicReply{{file: "error_429.json", header: map[string]string{"Retry-After": "0"}}, {file: "text.json"}},
+			requests: 2,
+		},
+		"invalid_request_error returned at once": {
+			replies:  []anthropicReply{{file: "error_400.json"}, {file: "text.json"}},
+			requests: 1,
+			wantErr:  &APIError{Provider: "anthropic", Status: 400, Type: "invalid_request_error", Message: `messages: roles must alternate between "user" and "assistant"`},
+		},
+		"overloaded_error until attempts run out": {
+			replies:  []anthropicReply{{file: "error_529.json"}, {status: 529, file: "error_529.json"}, {file: "error_529.json"}},
+			requests: 3,
+			wantErr:  &APIError{Provider: "anthropic", Status: 529, Type: "overloaded_error", Message: "Overloaded"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newAnthropicReplay(t, tc.replies...)
+			resp, err := r.client(anthropicTestKey).Chat(t.Context(), anthropicSimpleRequest())
+			if len(r.bodies) != tc.requests {
+				t.Errorf("%d requests, want %d", len(r.bodies), tc.requests)
+			}
+			if tc.wantErr != nil {
+				var apiErr *APIError
+				if !errors.As(err, &apiErr) || *apiErr != *tc.wantErr {
+					t.Fatalf("error = %#v, want %+v", err, *tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Message.Content != "Hello! How can I help you today?" {
+				t.Errorf("content = %q", resp.Message.Content)
+			}
+		})
+	}
+}
+
+func TestAnthropicErrorStatus(t *testing.T) {
+	t.Parallel()
+	tests := map[string]int{
+		"invalid_request_error": 400,
+		"authentication_error":  401,
+		"billing_error":         402,
+		"permission_error":      403,
+		"not_found_error":       404,
+		"request_too_large":     413,
+		"rate_limit_error":      429,
+		"api_error":             500,
+		"timeout_error":         504,
+		"overloaded_error":      529,
+		"some_new_error":        0,
+		"":                      0,
+	}
+	for typ, want := range tests {
+		if got := anthropicErrorStatus(typ); got != want {
+			t.Errorf("anthropicErrorStatus(%q) = %d, want %d", typ, got, want)
+		}
+	}
+}
+
+// TestAnthropicServerToolText: text blocks split by citations are joined
+// as they are; text blocks with a server tool's blocks between them are
+// paragraphs apart, and the stream delivers the blank line too.
+func TestAnthropicServerToolText(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		file   string
+		deltas []Delta
+		want   *Response
+	}{
+		"chat": {
+			file: "server_tools.json",
+			want: &Response{
+				Message: Message{
+					Role:     RoleAssistant,
+					Content:  "I'll look up the latest release.\n\nThe latest release is Go 1.26.\n\nIts garbage collector is new.",
+					Thinking: []Thinking{{Text: "Now check the changelog with the MCP tool.", Signature: "EqQBCgIYAhIMsig"}},
+				},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 6039, OutputTokens: 931},
+			},
+		},
+		"stream": {
+			file: "server_tools.sse",
+			deltas: []Delta{
+				{Text: "I'll look up the latest release."},
+				{Text: "\n\nThe latest release is "},
+				{Text: "Go 1.26"},
+				{Text: "."},
+				{Text: "\n\nIt is 26 releases"},
+				{Text: " after Go 1."},
+			},
+			want: &Response{
+				Message: Message{
+					Role:    RoleAssistant,
+					Content: "I'll look up the latest release.\n\nThe latest release is Go 1.26.\n\nIt is 26 releases after Go 1.",
+				},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 2679, OutputTokens: 510},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: tc.file, way: way})
+				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), tc.deltas != nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				anthropicCompareResponse(t, resp, tc.want)
+				if !reflect.DeepEqual(deltas, tc.deltas) {
+					t.Errorf("deltas = %q\nwant %q", deltas, tc.deltas)
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicDuplicateToolIDs: a repeated or empty tool_use id is
+// replaced, so that every call has its own.
+func TestAnthropicDuplicateToolIDs(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"duplicate_ids.json", "duplicate_ids.sse"} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
+				resp, _, err := anthropicAsk(t, r.client(anthropicTestKey), strings.HasSuffix(file, ".sse"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls := resp.Message.ToolCalls
+				if len(calls) != 3 {
+					t.Fatalf("tool calls = %+v, want 3", calls)
+				}
+				if calls[0].ID != "toolu_01Same" {
+					t.Errorf("first call's id = %q, want the model's own", calls[0].ID)
+				}
+				seen := map[string]bool{}
+				for i, c := range calls {
+					if c.ID == "" || seen[c.ID] {
+						t.Errorf("call %d has id %q, not unique", i, c.ID)
+					}
+					seen[c.ID] = true
+				}
+				wantArgs := []string{`{"path":"a.txt"}`, `{"path":"b.txt"}`, `{}`}
+				for i, c := range calls {
+					if !anthropicJSONEqual(t, c.Arguments, []byte(wantArgs[i])) {
+						t.Errorf("call %d arguments = %s, want %s", i, c.Arguments, wantArgs[i])
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicCacheUsage: the cache's reads and writes are kept as the
+// breakdown of the input, whether message_delta repeats them or not.
+func TestAnthropicCacheUsage(t *testing.T) {
+	t.Parallel()
+	want := Usage{InputTokens: 21 + 1200 + 8000, OutputTokens: 3, CacheReadTokens: 8000, CacheWriteTokens: 1200}
+	for _, file := range []string{"cache_usage.json", "cache_usage.sse", "cache_usage_output_only.sse"} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
+				resp, _, err := anthropicAsk(t, r.client(anthropicTestKey), strings.HasSuffix(file, ".sse"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Usage != want {
+					t.Errorf("usage = %+v, want %+v", resp.Usage, want)
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicStreamJSONAnswer: a server that ignores stream and answers
+// with the whole message is read as Chat reads it, its thinking and then
+// its text delivered.
+func TestAnthropicStreamJSONAnswer(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		deltas []Delta
+		want   *Response
+	}{
+		"text.json": {
+			deltas: []Delta{{Text: "Hello! How can I help you today?"}},
+			want: &Response{
+				Message:    Message{Role: RoleAssistant, Content: "Hello! How can I help you today?"},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 12, OutputTokens: 9},
+			},
+		},
+		"thinking_text.json": {
+			deltas: []Delta{{Thinking: "Two plus two is four."}, {Thinking: "Say it plainly."}, {Text: "2 + 2 = 4."}},
+			want: &Response{
+				Message: Message{
+					Role:    RoleAssistant,
+					Content: "2 + 2 = 4.",
+					Thinking: []Thinking{
+						{Text: "Two plus two is four.", Signature: "EqQBCgIYAhIMwhole"},
+						{Redacted: "EmwKAhgBEgyWhole"},
+						{Text: "Say it plainly.", Signature: "EqQBCgIYAhIMplain"},
+					},
+				},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 30, OutputTokens: 45},
+			},
+		},
+	}
+	for file, tc := range tests {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
+				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				anthropicCompareResponse(t, resp, tc.want)
+				if !reflect.DeepEqual(deltas, tc.deltas) {
+					t.Errorf("deltas = %q\nwant %q", deltas, tc.deltas)
+				}
+				if len(r.bodies) != 1 {
+					t.Errorf("%d requests, want 1", len(r.bodies))
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicRefusal: the stop reason refusal is kept, and the text the
+// model wrote before it is the content.
+func TestAnthropicRefusal(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"refusal.json": "I can't help with that.",
+		"refusal.sse":  "Here is how to",
+	}
+	for file, content := range tests {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
+				stream := strings.HasSuffix(file, ".sse")
+				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), stream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StopReason != "refusal" || resp.Message.Content != content {
+					t.Errorf("stop reason %q, content %q; want refusal, %q", resp.StopReason, resp.Message.Content, content)
+				}
+				if stream && anthropicStreamedText(deltas) != content {
+					t.Errorf("streamed %q, want %q", anthropicStreamedText(deltas), content)
+				}
+			})
+		})
 	}
 }
