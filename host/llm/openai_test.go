@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,49 @@ type openaiStep struct {
 	status  int               // 0: 200
 	file    string            // fixture under testdata/openai
 	headers map[string]string // extra response headers
+}
+
+// openaiWrite is how a replay server writes a fixture's body.
+type openaiWrite int
+
+const (
+	openaiAsIs    openaiWrite = iota
+	openaiChunked             // in 7-byte writes, each flushed
+	openaiCRLF                // with every \n written as \r\n
+)
+
+func (w openaiWrite) String() string {
+	return [...]string{"as is", "7-byte writes", "CRLF"}[w]
+}
+
+// openaiEachWrite runs f as parallel subtests, once for each way of
+// writing a body: a stream must read the same whole, in small pieces
+// flushed one by one, and with CRLF line ends.
+func openaiEachWrite(t *testing.T, f func(t *testing.T, how openaiWrite)) {
+	t.Helper()
+	for _, how := range []openaiWrite{openaiAsIs, openaiChunked, openaiCRLF} {
+		t.Run(how.String(), func(t *testing.T) {
+			t.Parallel()
+			f(t, how)
+		})
+	}
+}
+
+// openaiWriteBody writes data to w the way how says.
+func openaiWriteBody(w http.ResponseWriter, data []byte, how openaiWrite) {
+	switch how {
+	case openaiChunked:
+		for len(data) > 0 {
+			n := min(7, len(data))
+			w.Write(data[:n])
+			w.(http.Flusher).Flush()
+			data = data[n:]
+		}
+		return
+	case openaiCRLF:
+		data = bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))
+	}
+	w.Write(data)
 }
 
 // openaiRequestLog is what a replay server received.
@@ -44,6 +89,13 @@ func (l *openaiRequestLog) all() []*openaiSeen {
 
 // openaiReplay serves steps in order, one per request.
 func openaiReplay(t *testing.T, steps ...openaiStep) (*httptest.Server, *openaiRequestLog) {
+	t.Helper()
+	return openaiReplayAs(t, openaiAsIs, steps...)
+}
+
+// openaiReplayAs serves steps in order, one per request, writing the
+// bodies the way how says.
+func openaiReplayAs(t *testing.T, how openaiWrite, steps ...openaiStep) (*httptest.Server, *openaiRequestLog) {
 	t.Helper()
 	log := &openaiRequestLog{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -70,7 +122,7 @@ func openaiReplay(t *testing.T, steps ...openaiStep) (*httptest.Server, *openaiR
 		if st.status != 0 {
 			w.WriteHeader(st.status)
 		}
-		w.Write(data)
+		openaiWriteBody(w, data, how)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, log
@@ -102,11 +154,43 @@ var openaiTwoCalls = []ToolCall{
 	{ID: "call_67890abc", Name: "list_dir", Arguments: json.RawMessage(`{"path":".","recursive":false}`)},
 }
 
+// openaiCheckResponse compares got with want, except for the ids of the
+// calls at newIDs: the client made those, and they must be well-formed.
+// Every call's id must be unique.
+func openaiCheckResponse(t *testing.T, got *Response, want Response, newIDs []int) {
+	t.Helper()
+	if got == nil {
+		t.Fatal("nil response")
+	}
+	seen := map[string]bool{}
+	for _, c := range got.Message.ToolCalls {
+		if seen[c.ID] {
+			t.Errorf("id %q given to two calls", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	want.Message.ToolCalls = slices.Clone(want.Message.ToolCalls)
+	for _, i := range newIDs {
+		if i >= len(got.Message.ToolCalls) {
+			t.Fatalf("%d calls, want a new id for call %d", len(got.Message.ToolCalls), i)
+		}
+		id := got.Message.ToolCalls[i].ID
+		if !strings.HasPrefix(id, "call_") || len(id) != 29 {
+			t.Errorf("call %d: id %q is not one the client makes", i, id)
+		}
+		want.Message.ToolCalls[i].ID = id
+	}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("got  %s\nwant %s", openaiJSON(*got), openaiJSON(want))
+	}
+}
+
 func TestOpenAIChat(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		file string
-		want Response
+		file   string
+		want   Response
+		newIDs []int // calls whose id the client makes
 	}{
 		"plain text": {
 			file: "chat_text.json",
@@ -134,6 +218,100 @@ func TestOpenAIChat(t *testing.T) {
 				Usage:      Usage{InputTokens: 210, OutputTokens: 22},
 			},
 		},
+		"refusal": {
+			file: "chat_refusal.json",
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "I'm sorry, but I can't help with that request."},
+				StopReason: "refusal",
+				Usage:      Usage{InputTokens: 85, OutputTokens: 12},
+			},
+		},
+		"the choice of index 0 of two": {
+			file: "chat_choices.json",
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "First choice: hello."},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 14, OutputTokens: 12},
+			},
+		},
+		"content as thinking and text parts (Mistral)": {
+			file: "chat_mistral_thinking.json",
+			want: Response{
+				Message: Message{Role: RoleAssistant, Content: "17 × 3 = **51**.",
+					Thinking: []Thinking{{Text: "The user asks for 17 times 3. 17*3 = 51."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 21, OutputTokens: 45},
+			},
+		},
+		"reasoning_content and reasoning both (vLLM)": {
+			file: "chat_reasoning_both.json",
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "Paris.", Thinking: []Thinking{{Text: "The capital of France is Paris."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 16, OutputTokens: 15},
+			},
+		},
+		"repeated and empty call ids (Gemini)": {
+			file: "chat_duplicate_ids.json",
+			want: Response{
+				Message: Message{Role: RoleAssistant, ToolCalls: []ToolCall{
+					{ID: "function-call-8217", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+					{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
+					{Name: "get_time", Arguments: json.RawMessage(`{}`)},
+				}},
+				StopReason: "tool_use",
+				Usage:      Usage{InputTokens: 96, OutputTokens: 42},
+			},
+			newIDs: []int{1, 2},
+		},
+		"a call ended by the output limit, its arguments parsing": {
+			file: "chat_length_tool_call.json",
+			want: Response{
+				Message: Message{Role: RoleAssistant, ToolCalls: []ToolCall{
+					{ID: "call_Nt3cX4", Name: "write_file", Arguments: json.RawMessage(`{"path":"notes.md"}`),
+						Invalid: "the arguments were cut off by the output limit (max_tokens)"},
+				}},
+				StopReason: "max_tokens",
+				Usage:      Usage{InputTokens: 300, OutputTokens: 16},
+			},
+		},
+		"arguments that are not JSON": {
+			file: "chat_invalid_args.json",
+			want: Response{
+				Message: Message{Role: RoleAssistant, ToolCalls: []ToolCall{
+					{ID: "call_p0q9r8", Name: "read_file", Arguments: json.RawMessage(`"{'path': 'main.go'}"`),
+						Invalid: "the arguments are not valid JSON"},
+				}},
+				StopReason: "tool_use",
+				Usage:      Usage{InputTokens: 150, OutputTokens: 20},
+			},
+		},
+		"reasoning counted apart from completion_tokens (xAI)": {
+			file: "chat_xai_usage.json",
+			want: Response{
+				Message: Message{Role: RoleAssistant, Content: "101 multiplied by 3 is 303.",
+					Thinking: []Thinking{{Text: "101 times 3: 100 times 3 is 300, plus 3 is 303."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 32, OutputTokens: 103, CacheReadTokens: 6, ReasoningTokens: 94},
+			},
+		},
+		"reasoning within completion_tokens, cached input (OpenAI)": {
+			file: "chat_reasoning_usage.json",
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "The build fails because go.sum is missing an entry."},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 1200, OutputTokens: 450, CacheReadTokens: 1024, ReasoningTokens: 320},
+			},
+		},
+		"prompt_cache_hit_tokens (DeepSeek)": {
+			file: "chat_deepseek_reasoner.json",
+			want: Response{
+				Message: Message{Role: RoleAssistant, Content: "9.11 is smaller than 9.8.",
+					Thinking: []Thinking{{Text: "Compare 9.11 and 9.8: 0.11 < 0.80."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 20, OutputTokens: 180, CacheReadTokens: 16, ReasoningTokens: 150},
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -143,9 +321,7 @@ func TestOpenAIChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(*got, tc.want) {
-				t.Errorf("got  %+v\nwant %+v", *got, tc.want)
-			}
+			openaiCheckResponse(t, got, tc.want, tc.newIDs)
 			reqs := log.all()
 			if len(reqs) != 1 || reqs[0].path != "/chat/completions" {
 				t.Fatalf("requests: %+v", reqs)
@@ -167,6 +343,7 @@ func TestOpenAIStream(t *testing.T) {
 		file   string
 		deltas []Delta
 		want   Response
+		newIDs []int // calls whose id the client makes
 	}{
 		"text deltas, comments, usage-only chunk, DONE": {
 			file:   "stream_text.sse",
@@ -211,44 +388,143 @@ func TestOpenAIStream(t *testing.T) {
 				Usage:      Usage{InputTokens: 55, OutputTokens: 17},
 			},
 		},
+		"refusal deltas": {
+			file:   "stream_refusal.sse",
+			deltas: []Delta{{Text: "I'm sorry"}, {Text: ", I can't"}, {Text: " help with that."}},
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "I'm sorry, I can't help with that."},
+				StopReason: "refusal",
+				Usage:      Usage{InputTokens: 85, OutputTokens: 9},
+			},
+		},
+		"only the choice of index 0 of two": {
+			file:   "stream_choices.sse",
+			deltas: []Delta{{Text: "Hello"}, {Text: " there"}, {Text: "!"}},
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "Hello there!"},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 14, OutputTokens: 21},
+			},
+		},
+		"content as thinking and text parts (Mistral)": {
+			file:   "stream_mistral_thinking.sse",
+			deltas: []Delta{{Thinking: "The user asks for"}, {Thinking: " 17 times 3."}, {Text: "17 × 3"}, {Text: " = **51**."}},
+			want: Response{
+				Message: Message{Role: RoleAssistant, Content: "17 × 3 = **51**.",
+					Thinking: []Thinking{{Text: "The user asks for 17 times 3."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 21, OutputTokens: 31},
+			},
+		},
+		"reasoning_content and reasoning both (vLLM)": {
+			file:   "stream_reasoning_both.sse",
+			deltas: []Delta{{Thinking: "The capital"}, {Thinking: " is Paris."}, {Thinking: " Sure."}, {Text: "Paris."}},
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "Paris.", Thinking: []Thinking{{Text: "The capital is Paris. Sure."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 16, OutputTokens: 10},
+			},
+		},
+		"events that are not JSON are skipped and named": {
+			file:   "stream_not_json.sse",
+			deltas: []Delta{{Text: "Hello"}, {Text: " there"}, {Text: "!"}},
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "Hello there!"},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 12, OutputTokens: 4},
+				Warnings: []string{
+					`skipped a stream event that is not JSON: "{\"id\":\"gen-1745581200-Qw\",\"provider\":\"SomeHost\",\"model\":\"vendor/model\",\"object\":\"chat.completion.chu"...`,
+					`skipped a stream event that is not JSON: "<html><body>502 Bad Gateway</body></html>"`,
+					`skipped a stream event of an unknown shape: "{\"choices\":{\"index\":0,\"delta\":{\"content\":\"lost\"}}}"`,
+					`skipped a stream event that is not JSON: "` + strings.Repeat("x", 100) + `"...`,
+				},
+			},
+		},
+		"parallel calls whole at one index, no ids (Gemini)": {
+			file: "stream_gemini_parallel.sse",
+			want: Response{
+				Message: Message{Role: RoleAssistant, ToolCalls: []ToolCall{
+					{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+					{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
+					{Name: "get_time", Arguments: json.RawMessage(`{}`)},
+				}},
+				StopReason: "tool_use",
+				Usage:      Usage{InputTokens: 96, OutputTokens: 38},
+			},
+			newIDs: []int{0, 1, 2},
+		},
+		"parallel calls in consecutive chunks, one id (Gemini)": {
+			file:   "stream_gemini_same_id.sse",
+			deltas: []Delta{{Text: "Checking both cities."}},
+			want: Response{
+				Message: Message{Role: RoleAssistant, Content: "Checking both cities.", ToolCalls: []ToolCall{
+					{ID: "function-call-8217", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+					{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
+				}},
+				StopReason: "tool_use",
+				Usage:      Usage{InputTokens: 96, OutputTokens: 31},
+			},
+			newIDs: []int{1},
+		},
+		"calls ended by the output limit": {
+			file: "stream_length_tool_call.sse",
+			want: Response{
+				Message: Message{Role: RoleAssistant, ToolCalls: []ToolCall{
+					{ID: "call_Rd0aQ1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)},
+					{ID: "call_Wr1bZ2", Name: "write_file", Arguments: json.RawMessage(`"{\"path\":\"b.go\",\"content\":\"package b\\n\\nfunc"`),
+						Invalid: "the arguments are not valid JSON; they were cut off by the output limit"},
+				}},
+				StopReason: "max_tokens",
+				Usage:      Usage{InputTokens: 300, OutputTokens: 32},
+			},
+		},
+		"reasoning counted apart from completion_tokens (xAI)": {
+			file:   "stream_xai_usage.sse",
+			deltas: []Delta{{Thinking: "100 times 3 is 300,"}, {Thinking: " plus 3 is 303."}, {Text: "303"}, {Text: "."}},
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "303.", Thinking: []Thinking{{Text: "100 times 3 is 300, plus 3 is 303."}}},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 32, OutputTokens: 96, ReasoningTokens: 94},
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv, log := openaiReplay(t, openaiStep{file: tc.file})
-			var deltas []Delta
-			got, err := openaiTestClient(srv.URL, "sk-test").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
-				deltas = append(deltas, d)
-				return nil
+			openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
+				srv, log := openaiReplayAs(t, how, openaiStep{file: tc.file})
+				var deltas []Delta
+				got, err := openaiTestClient(srv.URL, "sk-test").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
+					deltas = append(deltas, d)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				openaiCheckResponse(t, got, tc.want, tc.newIDs)
+				if !reflect.DeepEqual(deltas, tc.deltas) {
+					t.Errorf("deltas %q, want %q", deltas, tc.deltas)
+				}
+				reqs := log.all()
+				if len(reqs) != 1 {
+					t.Fatalf("%d requests", len(reqs))
+				}
+				var sent struct {
+					Stream        bool `json:"stream"`
+					StreamOptions struct {
+						IncludeUsage bool `json:"include_usage"`
+					} `json:"stream_options"`
+				}
+				if err := json.Unmarshal(reqs[0].body, &sent); err != nil {
+					t.Fatal(err)
+				}
+				if !sent.Stream || !sent.StreamOptions.IncludeUsage {
+					t.Errorf("stream request: %s", reqs[0].body)
+				}
+				if a := reqs[0].header.Get("Accept"); a != "text/event-stream" {
+					t.Errorf("Accept = %q", a)
+				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(*got, tc.want) {
-				t.Errorf("got  %+v\nwant %+v", *got, tc.want)
-			}
-			if !reflect.DeepEqual(deltas, tc.deltas) {
-				t.Errorf("deltas %q, want %q", deltas, tc.deltas)
-			}
-			reqs := log.all()
-			if len(reqs) != 1 {
-				t.Fatalf("%d requests", len(reqs))
-			}
-			var sent struct {
-				Stream        bool `json:"stream"`
-				StreamOptions struct {
-					IncludeUsage bool `json:"include_usage"`
-				} `json:"stream_options"`
-			}
-			if err := json.Unmarshal(reqs[0].body, &sent); err != nil {
-				t.Fatal(err)
-			}
-			if !sent.Stream || !sent.StreamOptions.IncludeUsage {
-				t.Errorf("stream request: %s", reqs[0].body)
-			}
-			if a := reqs[0].header.Get("Accept"); a != "text/event-stream" {
-				t.Errorf("Accept = %q", a)
-			}
 		})
 	}
 }
@@ -342,29 +618,283 @@ func TestOpenAIRequestMapping(t *testing.T) {
 	}
 }
 
+// TestOpenAIStreamErrorMidStream: OpenRouter's error chunk after some
+// text: the text delivered, the error is an in-stream *APIError whose
+// numeric code is its status, in an *InterruptedError.
 func TestOpenAIStreamErrorMidStream(t *testing.T) {
 	t.Parallel()
-	srv, _ := openaiReplay(t, openaiStep{file: "stream_error.sse"})
-	c := NewOpenAI(OpenAIConfig{Name: "openrouter", BaseURL: srv.URL, APIKey: "sk-or-test"})
-	var text strings.Builder
-	_, err := c.Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
-		text.WriteString(d.Text)
-		return nil
+	openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
+		srv, log := openaiReplayAs(t, how, openaiStep{file: "stream_error.sse"})
+		c := NewOpenAI(OpenAIConfig{Name: "openrouter", BaseURL: srv.URL, APIKey: "sk-or-test",
+			Retry: RetryPolicy{BaseDelay: time.Millisecond}})
+		var text strings.Builder
+		_, err := c.Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
+			text.WriteString(d.Text)
+			return nil
+		})
+		var ie *InterruptedError
+		if !errors.As(err, &ie) || ie.Partial == nil || ie.Partial.Message.Content != "Partial" {
+			t.Fatalf("err = %v, want an *InterruptedError with the text", err)
+		}
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("err = %v, want *APIError", err)
+		}
+		want := APIError{Provider: "openrouter", Status: 502, InStream: true, Message: "Provider returned error: upstream overloaded"}
+		if *apiErr != want {
+			t.Errorf("APIError %+v, want %+v", *apiErr, want)
+		}
+		if got := apiErr.Error(); got != "openrouter: error in the stream: Provider returned error: upstream overloaded" {
+			t.Errorf("error text %q", got)
+		}
+		if text.String() != "Partial" {
+			t.Errorf("text before the error %q", text.String())
+		}
+		if n := len(log.all()); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
 	})
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) {
-		t.Fatalf("err = %v, want *APIError", err)
+}
+
+// TestOpenAIStreamErrorRetries: an error chunk in a 200 stream is retried
+// like its HTTP twin while nothing was delivered, from the same attempts
+// as the HTTP retries; after delivery it is not.
+func TestOpenAIStreamErrorRetries(t *testing.T) {
+	t.Parallel()
+	helloDeltas := []Delta{{Text: "Hello"}, {Text: ","}, {Text: " world"}, {Text: "!"}}
+	tests := map[string]struct {
+		steps    []openaiStep
+		requests int
+		deltas   []Delta
+		// wantErr is the in-stream error expected; nil: success.
+		wantErr *APIError
+		// partial is the text of the *InterruptedError expected, if any.
+		partial string
+	}{
+		"server_error before any text, then success": {
+			steps:    []openaiStep{{file: "stream_error_first.sse"}, {file: "stream_text.sse"}},
+			requests: 2,
+			deltas:   helloDeltas,
+		},
+		"HTTP 500, an in-stream server_error, then success": {
+			steps:    []openaiStep{{status: 500, file: "error_500.json"}, {file: "stream_error_first.sse"}, {file: "stream_text.sse"}},
+			requests: 3,
+			deltas:   helloDeltas,
+		},
+		"HTTP and in-stream retries draw from the same attempts": {
+			steps: []openaiStep{
+				{status: 500, file: "error_500.json"}, {file: "stream_error_first.sse"},
+				{file: "stream_error_first.sse"}, {file: "stream_text.sse"},
+			},
+			requests: 3,
+			wantErr: &APIError{Provider: "openai", Status: 500, InStream: true, Type: "server_error",
+				Message: "The server had an error while processing your request. Sorry about that!"},
+		},
+		"server_error after text: interrupted, not retried": {
+			steps:    []openaiStep{{file: "stream_error_after_text.sse"}, {file: "stream_text.sse"}},
+			requests: 1,
+			deltas:   []Delta{{Text: "The answer"}, {Text: " is"}},
+			wantErr: &APIError{Provider: "openai", Status: 500, InStream: true, Type: "server_error",
+				Message: "The server had an error while processing your request. Sorry about that!"},
+			partial: "The answer is",
+		},
+		"vLLM's error object with code 400: not retried": {
+			steps:    []openaiStep{{file: "stream_error_vllm.sse"}, {file: "stream_text.sse"}},
+			requests: 1,
+			wantErr: &APIError{Provider: "openai", Status: 400, InStream: true, Type: "BadRequestError",
+				Message: "This model's maximum context length is 8192 tokens. However, you requested 9120 tokens (1120 in the messages, 8000 in the completion). Please reduce the length of the messages or completion."},
+		},
+		"an error body in place of the stream, then success": {
+			steps:    []openaiStep{{file: "error_500.json"}, {file: "stream_text.sse"}},
+			requests: 2,
+			deltas:   helloDeltas,
+		},
+		"vLLM's error object in place of the stream: not retried": {
+			steps:    []openaiStep{{file: "chat_error_object.json"}, {file: "stream_text.sse"}},
+			requests: 1,
+			wantErr: &APIError{Provider: "openai", Status: 400, InStream: true, Type: "BadRequestError",
+				Message: "This model's maximum context length is 8192 tokens. However, you requested 9120 tokens (1120 in the messages, 8000 in the completion). Please reduce the length of the messages or completion."},
+		},
 	}
-	if apiErr.Provider != "openrouter" || apiErr.Status != 200 || apiErr.Type != "502" ||
-		!strings.Contains(apiErr.Message, "upstream overloaded") {
-		t.Errorf("APIError %+v", apiErr)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
+				srv, log := openaiReplayAs(t, how, tc.steps...)
+				var deltas []Delta
+				got, err := openaiTestClient(srv.URL, "sk-test").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
+					deltas = append(deltas, d)
+					return nil
+				})
+				if n := len(log.all()); n != tc.requests {
+					t.Errorf("%d requests, want %d", n, tc.requests)
+				}
+				if !reflect.DeepEqual(deltas, tc.deltas) {
+					t.Errorf("deltas %q, want %q", deltas, tc.deltas)
+				}
+				if tc.wantErr == nil {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Message.Content != "Hello, world!" || got.StopReason != "end_turn" {
+						t.Errorf("got %+v", got)
+					}
+					return
+				}
+				var apiErr *APIError
+				if !errors.As(err, &apiErr) {
+					t.Fatalf("err = %v, want *APIError", err)
+				}
+				if *apiErr != *tc.wantErr {
+					t.Errorf("APIError %+v\nwant     %+v", *apiErr, *tc.wantErr)
+				}
+				var ie *InterruptedError
+				switch {
+				case tc.partial == "" && errors.As(err, &ie):
+					t.Errorf("err = %v, want no *InterruptedError", err)
+				case tc.partial != "" && (!errors.As(err, &ie) || ie.Partial == nil || ie.Partial.Message.Content != tc.partial):
+					t.Errorf("err = %#v, want an *InterruptedError holding %q", err, tc.partial)
+				}
+			})
+		})
 	}
-	if !strings.Contains(err.Error(), "upstream overloaded") || !strings.Contains(err.Error(), "openrouter") {
-		t.Errorf("error text %q", err)
+}
+
+// TestOpenAIErrorStatus: the status an error sent with a 200 answer
+// stands for, and the type shown.
+func TestOpenAIErrorStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		body   string
+		status int
+		typ    string
+	}{
+		{`{"error":{"message":"m","code":429}}`, 429, ""},
+		{`{"error":{"message":"m","code":502}}`, 502, ""},
+		{`{"error":{"message":"m","code":200}}`, 0, ""},
+		{`{"error":{"message":"m","type":"server_error","code":null}}`, 500, "server_error"},
+		{`{"error":{"message":"m","type":"internal_error"}}`, 500, "internal_error"},
+		{`{"error":{"message":"m","type":"api_error"}}`, 500, "api_error"},
+		{`{"error":{"message":"m","type":"tokens","code":"rate_limit_exceeded"}}`, 429, "tokens"},
+		{`{"error":{"message":"m","type":"rate_limit_error"}}`, 429, "rate_limit_error"},
+		{`{"error":{"message":"m","code":"overloaded"}}`, 503, "overloaded"},
+		{`{"error":{"message":"m","type":"overloaded_error"}}`, 503, "overloaded_error"},
+		{`{"error":{"message":"m","type":"service_unavailable"}}`, 503, "service_unavailable"},
+		{`{"error":{"message":"m","type":"invalid_request_error","code":"invalid_api_key"}}`, 0, "invalid_request_error"},
+		{`{"error":"m"}`, 0, ""},
+		{`{"object":"error","message":"m","type":"BadRequestError","param":null,"code":400}`, 400, "BadRequestError"},
+		{`{"object":"error","message":"m","type":"InternalServerError","param":null,"code":500}`, 500, "InternalServerError"},
 	}
-	if text.String() != "Partial" {
-		t.Errorf("text before the error %q", text.String())
+	o := NewOpenAI(OpenAIConfig{})
+	for _, tc := range tests {
+		var c openaiChunk
+		if err := json.Unmarshal([]byte(tc.body), &c); err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		e := c.apiError()
+		if e == nil {
+			t.Errorf("%s: no error seen", tc.body)
+			continue
+		}
+		if got := openaiErrorStatus(e); got != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.body, got, tc.status)
+		}
+		if got := o.apiError(0, e); got.Type != tc.typ || got.Message != "m" {
+			t.Errorf("%s: type %q message %q, want %q", tc.body, got.Type, got.Message, tc.typ)
+		}
 	}
+}
+
+// TestOpenAIErrorBodies: the error shapes of other servers, answered
+// with an HTTP error or inside a 200.
+func TestOpenAIErrorBodies(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		name   string // the provider's name
+		step   openaiStep
+		want   APIError
+		errStr string
+	}{
+		"OpenRouter: a numeric code is the status, not the type": {
+			name:   "openrouter",
+			step:   openaiStep{status: 502, file: "error_502_openrouter.json"},
+			want:   APIError{Provider: "openrouter", Status: 502, Message: "Provider returned error"},
+			errStr: "openrouter: HTTP 502: Provider returned error",
+		},
+		"Azure: a string code without a type is the type": {
+			name: "azure",
+			step: openaiStep{status: 404, file: "error_404_azure.json"},
+			want: APIError{Provider: "azure", Status: 404, Type: "DeploymentNotFound",
+				Message: "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."},
+		},
+		"Mistral: the error's fields at the top, the message an object": {
+			name: "mistral",
+			step: openaiStep{status: 422, file: "error_422_mistral.json"},
+			want: APIError{Provider: "mistral", Status: 422, Type: "invalid_request_message_error",
+				Message: `{"detail": [{"type": "missing", "loc": ["body", "messages"], "msg": "Field required", "input": {"model": "mistral-small-latest"}}]}`},
+		},
+		"vLLM: the error's fields at the top, HTTP 400": {
+			name: "vllm",
+			step: openaiStep{status: 400, file: "chat_error_object.json"},
+			want: APIError{Provider: "vllm", Status: 400, Type: "BadRequestError",
+				Message: "This model's maximum context length is 8192 tokens. However, you requested 9120 tokens (1120 in the messages, 8000 in the completion). Please reduce the length of the messages or completion."},
+		},
+		"vLLM: the error's fields at the top, HTTP 200": {
+			name: "vllm",
+			step: openaiStep{file: "chat_error_object.json"},
+			want: APIError{Provider: "vllm", Status: 400, Type: "BadRequestError",
+				Message: "This model's maximum context length is 8192 tokens. However, you requested 9120 tokens (1120 in the messages, 8000 in the completion). Please reduce the length of the messages or completion."},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, log := openaiReplay(t, tc.step)
+			c := NewOpenAI(OpenAIConfig{Name: tc.name, BaseURL: srv.URL, Retry: RetryPolicy{MaxAttempts: 1}})
+			_, err := c.Chat(t.Context(), openaiSimpleRequest())
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) {
+				t.Fatalf("err = %v, want *APIError", err)
+			}
+			if *apiErr != tc.want {
+				t.Errorf("APIError %+v\nwant     %+v", *apiErr, tc.want)
+			}
+			if tc.errStr != "" && err.Error() != tc.errStr {
+				t.Errorf("error %q, want %q", err, tc.errStr)
+			}
+			if n := len(log.all()); n != 1 {
+				t.Errorf("%d requests", n)
+			}
+		})
+	}
+}
+
+// TestOpenAIToolCallWithoutName: a call that never got a name is an
+// error naming it, in Chat and in Stream.
+func TestOpenAIToolCallWithoutName(t *testing.T) {
+	t.Parallel()
+	const want = `openai: the answer has a tool call without a name (index 1, id "call_x")`
+	t.Run("Chat", func(t *testing.T) {
+		t.Parallel()
+		srv, _ := openaiReplay(t, openaiStep{file: "chat_tool_no_name.json"})
+		got, err := openaiTestClient(srv.URL, "").Chat(t.Context(), openaiSimpleRequest())
+		if err == nil || err.Error() != want {
+			t.Errorf("got %+v, err %v; want the error %q", got, err, want)
+		}
+	})
+	t.Run("Stream", func(t *testing.T) {
+		t.Parallel()
+		openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
+			srv, log := openaiReplayAs(t, how, openaiStep{file: "stream_tool_no_name.sse"})
+			got, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), nil)
+			if err == nil || err.Error() != want {
+				t.Errorf("got %+v, err %v; want the error %q", got, err, want)
+			}
+			if n := len(log.all()); n != 1 {
+				t.Errorf("%d requests", n)
+			}
+		})
+	})
 }
 
 func TestOpenAIRetries(t *testing.T) {
@@ -513,16 +1043,25 @@ func TestOpenAIStreamCancel(t *testing.T) {
 
 func TestOpenAIStreamCallbackError(t *testing.T) {
 	t.Parallel()
-	srv, _ := openaiReplay(t, openaiStep{file: "stream_text.sse"})
-	stop := errors.New("stop")
-	n := 0
-	_, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), func(Delta) error {
-		n++
-		return stop
+	openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
+		srv, log := openaiReplayAs(t, how, openaiStep{file: "stream_text.sse"})
+		stop := errors.New("stop")
+		n := 0
+		_, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), func(Delta) error {
+			n++
+			return stop
+		})
+		if !errors.Is(err, stop) || n != 1 {
+			t.Errorf("err = %v after %d deltas", err, n)
+		}
+		var ie *InterruptedError
+		if errors.As(err, &ie) {
+			t.Errorf("err = %v, want onDelta's error as it is", err)
+		}
+		if n := len(log.all()); n != 1 {
+			t.Errorf("%d requests", n)
+		}
 	})
-	if !errors.Is(err, stop) || n != 1 {
-		t.Errorf("err = %v after %d deltas", err, n)
-	}
 }
 
 func TestOpenAIStreamEndedEarly(t *testing.T) {
@@ -589,8 +1128,10 @@ func TestOpenAIToolCallAssembly(t *testing.T) {
 	}
 	idx := func(i int) *int { return &i }
 	tests := map[string]struct {
-		frags []frag
-		want  []ToolCall
+		frags  []frag
+		finish string
+		want   []ToolCall
+		newIDs []int // calls whose id the client makes
 	}{
 		"two calls without index, told apart by id": {
 			frags: []frag{{id: "a", name: "f", args: `{"x":1}`}, {id: "b", name: "g", args: `{"y":2}`}},
@@ -604,15 +1145,47 @@ func TestOpenAIToolCallAssembly(t *testing.T) {
 			frags: []frag{{index: idx(0), id: "a", name: "f", args: `{"x"`}, {index: idx(0), id: "a", name: "f", args: `:1}`}},
 			want:  []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}},
 		},
+		"name and id repeated without arguments after the call is whole": {
+			frags: []frag{{index: idx(0), id: "a", name: "f", args: `{"x":1}`}, {index: idx(0), id: "a", name: "f"}},
+			want:  []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}},
+		},
 		"empty and invalid arguments": {
 			frags: []frag{{index: idx(0), id: "a", name: "f"}, {index: idx(1), id: "b", name: "g", args: `{"x":`}},
-			want:  []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}, {ID: "b", Name: "g", Arguments: json.RawMessage(`"{\"x\":"`)}},
+			want: []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)},
+				{ID: "b", Name: "g", Arguments: json.RawMessage(`"{\"x\":"`), Invalid: "the arguments are not valid JSON"}},
+		},
+		"whole calls at one index without ids": {
+			frags: []frag{{index: idx(0), name: "f", args: `{"x":1}`}, {index: idx(0), name: "f", args: `{"x":2}`}, {index: idx(0), name: "g", args: `{}`}},
+			want: []ToolCall{{Name: "f", Arguments: json.RawMessage(`{"x":1}`)}, {Name: "f", Arguments: json.RawMessage(`{"x":2}`)},
+				{Name: "g", Arguments: json.RawMessage(`{}`)}},
+			newIDs: []int{0, 1, 2},
+		},
+		"whole calls at one index with one id": {
+			frags:  []frag{{index: idx(0), id: "a", name: "f", args: `{"x":1}`}, {index: idx(0), id: "a", name: "f", args: `{"x":2}`}},
+			want:   []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}, {Name: "f", Arguments: json.RawMessage(`{"x":2}`)}},
+			newIDs: []int{1},
+		},
+		"whole calls without index nor id": {
+			frags:  []frag{{name: "f", args: `{"x":1}`}, {name: "g", args: `{"y":`}, {args: `2}`}},
+			want:   []ToolCall{{Name: "f", Arguments: json.RawMessage(`{"x":1}`)}, {Name: "g", Arguments: json.RawMessage(`{"y":2}`)}},
+			newIDs: []int{0, 1},
+		},
+		"a fragment bringing nothing starts nothing": {
+			frags: []frag{{index: idx(0), id: "a", name: "f", args: `{}`}, {index: idx(1)}},
+			want:  []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}},
+		},
+		"the output limit marks the last call only": {
+			frags:  []frag{{index: idx(0), id: "a", name: "f", args: `{"x":1}`}, {index: idx(1), id: "b", name: "g", args: `{"y":2}`}},
+			finish: "length",
+			want: []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
+				{ID: "b", Name: "g", Arguments: json.RawMessage(`{"y":2}`), Invalid: "the arguments were cut off by the output limit (max_tokens)"}},
 		},
 	}
+	o := NewOpenAI(OpenAIConfig{})
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			acc := openaiStreamAcc{byIndex: map[int]*openaiCallAcc{}, byID: map[string]*openaiCallAcc{}}
+			acc := newOpenAIStreamAcc()
 			for _, f := range tc.frags {
 				tcj := map[string]any{"id": f.id, "function": map[string]any{"name": f.name, "arguments": f.args}}
 				if f.index != nil {
@@ -625,10 +1198,25 @@ func TestOpenAIToolCallAssembly(t *testing.T) {
 				}
 				acc.add(&c)
 			}
-			if got := acc.response().Message.ToolCalls; !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %s, want %s", openaiJSON(got), openaiJSON(tc.want))
+			got, err := o.toolCalls(acc.wireCalls(), tc.finish)
+			if err != nil {
+				t.Fatal(err)
 			}
+			openaiCheckResponse(t, &Response{Message: Message{ToolCalls: got}}, Response{Message: Message{ToolCalls: tc.want}}, tc.newIDs)
 		})
+	}
+}
+
+// TestOpenAIWarningsBounded: past ten warnings, the others are counted.
+func TestOpenAIWarningsBounded(t *testing.T) {
+	t.Parallel()
+	acc := newOpenAIStreamAcc()
+	for i := range 13 {
+		acc.warn(fmt.Sprint("w", i))
+	}
+	got := acc.partial().Warnings
+	if len(got) != 11 || got[0] != "w0" || got[9] != "w9" || got[10] != "skipped 3 more stream events the same way" {
+		t.Errorf("warnings %q", got)
 	}
 }
 
@@ -661,19 +1249,41 @@ func TestOpenAIChatCancelDuringBody(t *testing.T) {
 	}
 }
 
+// TestOpenAIStreamIgnoredByServer: a whole JSON answer to a stream
+// request is delivered at once, its thinking before its text.
 func TestOpenAIStreamIgnoredByServer(t *testing.T) {
 	t.Parallel()
-	srv, _ := openaiReplay(t, openaiStep{file: "chat_text.json"})
-	var deltas []Delta
-	got, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
-		deltas = append(deltas, d)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	tests := map[string]struct {
+		file   string
+		deltas []Delta
+	}{
+		"text": {
+			file:   "chat_text.json",
+			deltas: []Delta{{Text: "Hello! How can I help you today?"}},
+		},
+		"thinking and text": {
+			file:   "chat_deepseek_reasoner.json",
+			deltas: []Delta{{Thinking: "Compare 9.11 and 9.8: 0.11 < 0.80."}, {Text: "9.11 is smaller than 9.8."}},
+		},
 	}
-	want := []Delta{{Text: "Hello! How can I help you today?"}}
-	if !reflect.DeepEqual(deltas, want) || got.Message.Content != want[0].Text || got.StopReason != "end_turn" {
-		t.Errorf("got %+v, deltas %q", got, deltas)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
+				srv, _ := openaiReplayAs(t, how, openaiStep{file: tc.file})
+				var deltas []Delta
+				got, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
+					deltas = append(deltas, d)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := tc.deltas[len(tc.deltas)-1].Text
+				if !reflect.DeepEqual(deltas, tc.deltas) || got.Message.Content != text || got.StopReason != "end_turn" {
+					t.Errorf("got %+v, deltas %q", got, deltas)
+				}
+			})
+		})
 	}
 }
