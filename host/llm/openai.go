@@ -72,13 +72,31 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 func (o *OpenAI) Name() string { return o.cfg.Name }
 
 // Chat sends req and returns the answer.
+//
+// An error object sent with HTTP 200 is retried like its HTTP twin
+// (server_error as 500, a numeric code as that status...), drawing on the
+// same attempts.
 func (o *OpenAI) Chat(ctx context.Context, req *Request) (*Response, error) {
-	resp, err := o.do(ctx, newRetrier(o.cfg.Retry), req, false)
-	if err != nil {
-		return nil, err
+	r := newRetrier(o.cfg.Retry)
+	for {
+		resp, err := o.do(ctx, r, req, false)
+		if err != nil {
+			return nil, err
+		}
+		out, err := o.readJSON(ctx, resp)
+		resp.Body.Close()
+		var apiErr *APIError
+		if err == nil || !errors.As(err, &apiErr) || !apiErr.Retryable() {
+			return out, err
+		}
+		ok, werr := r.again(ctx, apiErr.RetryAfter)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			return nil, err
+		}
 	}
-	defer resp.Body.Close()
-	return o.readJSON(ctx, resp)
 }
 
 // Stream sends req with streaming on, calls onDelta with each piece of

@@ -1287,3 +1287,34 @@ func TestOpenAIStreamIgnoredByServer(t *testing.T) {
 		})
 	}
 }
+
+// An error object answered with HTTP 200 is retried by Chat like its HTTP
+// twin, from the same attempts; a non-retryable one is not.
+func TestOpenAIChatErrorBodyRetried(t *testing.T) {
+	t.Parallel()
+	t.Run("server_error, then an answer", func(t *testing.T) {
+		t.Parallel()
+		srv, log := openaiReplay(t, openaiStep{file: "error_500.json"}, openaiStep{file: "chat_text.json"})
+		c := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Retry: RetryPolicy{BaseDelay: time.Millisecond}})
+		resp, err := c.Chat(t.Context(), openaiSimpleRequest())
+		if err != nil || resp.Message.Content == "" {
+			t.Fatalf("Chat = %+v, %v", resp, err)
+		}
+		if n := len(log.all()); n != 2 {
+			t.Errorf("%d requests, want 2", n)
+		}
+	})
+	t.Run("server_error until the attempts are spent", func(t *testing.T) {
+		t.Parallel()
+		srv, log := openaiReplay(t, openaiStep{file: "error_500.json"}, openaiStep{file: "error_500.json"}, openaiStep{file: "error_500.json"})
+		c := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Retry: RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}})
+		_, err := c.Chat(t.Context(), openaiSimpleRequest())
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.Status != 500 {
+			t.Fatalf("Chat error = %v, want an APIError of status 500", err)
+		}
+		if n := len(log.all()); n != 3 {
+			t.Errorf("%d requests, want 3", n)
+		}
+	})
+}
