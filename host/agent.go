@@ -338,6 +338,12 @@ type Event struct {
 // wrapping ErrMaxTurns; the conversation so far is kept. Cancelling ctx
 // stops the model request and the running tool calls, and Chat returns an
 // error wrapping ctx's error.
+//
+// When the first model call fails (an API error, a cancellation), the
+// question is taken back out of the conversation, so that the next Chat
+// does not send two user turns in a row. A failure after tools have run
+// keeps everything so far: the calls happened, and the model is told of
+// their results on the next Chat.
 func (a *Agent) Chat(ctx context.Context, text string) (string, error) {
 	return a.loop(ctx, text, a.provider.Chat, nil)
 }
@@ -366,14 +372,20 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 	if emit == nil {
 		emit = func(Event) error { return nil }
 	}
-	a.append(llm.Message{Role: llm.RoleUser, Content: text})
-	for range a.maxTurns {
+	question := a.append(llm.Message{Role: llm.RoleUser, Content: text})
+	for turn := range a.maxTurns {
 		req := &llm.Request{
 			Model: a.model, System: a.SystemPrompt(), Messages: a.Messages(), Tools: a.Tools(),
 			MaxTokens: a.maxTokens, Temperature: a.temperature, Stop: a.stop,
 		}
 		resp, err := call(ctx, req)
 		if err != nil {
+			if turn == 0 {
+				// The question got no answer at all: take it back, so
+				// that the next one does not follow it as a second user
+				// turn the model would answer too.
+				a.truncate(question)
+			}
 			if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 				err = fmt.Errorf("%w: %v", ctxErr, err)
 			}
@@ -440,8 +452,21 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Messag
 	return results
 }
 
-func (a *Agent) append(msgs ...llm.Message) {
+// append adds msgs to the conversation and returns its length before.
+func (a *Agent) append(msgs ...llm.Message) int {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.messages)
 	a.messages = append(a.messages, msgs...)
-	a.mu.Unlock()
+	return n
+}
+
+// truncate takes the conversation back to its first n messages, if
+// nothing cleared it meanwhile.
+func (a *Agent) truncate(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n <= len(a.messages) {
+		a.messages = a.messages[:n]
+	}
 }

@@ -768,3 +768,27 @@ func TestAgentInvalidCallRunsNothing(t *testing.T) {
 		t.Errorf("second request's messages: %+v", msgs)
 	}
 }
+
+// A question whose first model call fails is taken back: the next request
+// has one user turn, not two in a row.
+func TestAgentFailedQuestionTakenBack(t *testing.T) {
+	t.Parallel()
+	fail := func(context.Context, *llm.Request) (*llm.Response, error) {
+		return nil, &llm.APIError{Provider: "scripted", Status: 400, Message: "bad"}
+	}
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){fail, answer("fine")}}
+	a := newAgent(t, p, host.AgentOptions{})
+	if _, err := a.Chat(t.Context(), "first"); err == nil {
+		t.Fatal("Chat with a failing model succeeded")
+	}
+	if msgs := a.Messages(); len(msgs) != 0 {
+		t.Errorf("after the failure the conversation holds %+v", msgs)
+	}
+	if got, err := a.Chat(t.Context(), "second"); err != nil || got != "fine" {
+		t.Fatalf("Chat = %q, %v", got, err)
+	}
+	msgs := p.requests()[1].Messages
+	if len(msgs) != 1 || msgs[0].Content != "second" {
+		t.Errorf("second request's messages: %+v", msgs)
+	}
+}

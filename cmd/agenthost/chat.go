@@ -102,7 +102,8 @@ func chatCommand() *command {
 	var provider llm.Provider
 	var model string
 	return &command{
-		usage: "agenthost chat [--provider NAME] [--model MODEL] [-m TEXT]",
+		usage:   "agenthost chat [--provider NAME] [--model MODEL] [-m TEXT]",
+		details: chatDetails,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.provider, "provider", "", "the model `PROVIDER`: openai, anthropic, openrouter or ollama (default: the first of ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY set)")
 			fs.StringVar(&f.model, "model", "", "the `MODEL` (default gpt-4o-mini, claude-sonnet-4-5, openai/gpt-4o-mini or llama3.2, by provider)")
@@ -186,8 +187,17 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 				mark = "✗"
 			}
 			c.print(fmt.Sprintf("%s %s\n", mark, short(ev.Result, 80)))
+		case host.EventWarning:
+			c.newline()
+			fmt.Fprintf(c.errOut, "warning: %s\n", short(ev.Text, 200))
 		case host.EventMessage:
 			c.newline()
+			switch ev.StopReason {
+			case "refusal":
+				c.print("(the model refused)\n")
+			case "max_tokens":
+				c.print("(the answer was cut off by the output limit)\n")
+			}
 		}
 		return nil
 	})
@@ -196,6 +206,19 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 }
 
 const slashHelp = "commands: /tools, /enable NAME, /disable NAME, /save [REASON], /clear, /system TEXT, /exit"
+
+// chatDetails is the end of chat --help.
+const chatDetails = `In a session, a line is a question for the model, unless it is a command:
+  /tools           list the tools, enabled or disabled
+  /enable NAME     enable a tool for the rest of the session
+  /disable NAME    disable a tool
+  /save [REASON]   save the session's context (save_session_context, to --session-file)
+  /clear           forget the conversation
+  /system [TEXT]   show or set the system prompt
+  /exit            end the session (also /quit, Ctrl-D)
+Ctrl-C stops the answer under way (a question that got no answer is
+forgotten); at the prompt it ends the session.
+`
 
 // interact reads lines from in until /exit, the end of input, or Ctrl-C at
 // the prompt: slash commands act on the session, anything else goes to the

@@ -436,12 +436,66 @@ func TestChatCtrlC(t *testing.T) {
 	if len(bodies) != 2 {
 		t.Fatalf("%d requests, want 2", len(bodies))
 	}
-	// The conversation went on: the second request carries both questions.
+	// The interrupted question got no answer, so it was forgotten: the
+	// second request has one user turn, not two in a row.
 	msgs, _ := json.Marshal(bodies[1]["messages"])
-	if !strings.Contains(string(msgs), "first question") || !strings.Contains(string(msgs), "second question") {
+	if strings.Contains(string(msgs), "first question") || !strings.Contains(string(msgs), "second question") {
 		t.Errorf("second request's messages: %s", msgs)
 	}
 	if s := stderr.String(); strings.Contains(s, "error") {
 		t.Errorf("stderr: %s", s)
+	}
+}
+
+// TestChatProviderQuirks: what chat shows of a refusal, of a stream event
+// that is not JSON, and of a tool call cut off by the output limit (which
+// must not run: the file it would write stays absent).
+func TestChatProviderQuirks(t *testing.T) {
+	clearProviderEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	dir := pluginDir(t)
+	root := t.TempDir()
+	rp, url := newReplay(t,
+		func(map[string]any) []string {
+			return []string{
+				`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":"I can't "},"finish_reason":null}]}`,
+				`{not json`,
+				`{"choices":[{"index":0,"delta":{"refusal":"help with that."},"finish_reason":null}]}`,
+				`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			}
+		},
+		func(map[string]any) []string {
+			return []string{
+				`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_w","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"out.txt\",\"content\":\"par"}}]},"finish_reason":null}]}`,
+				`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`,
+			}
+		},
+		func(body map[string]any) []string { return textReply("Noted: " + toolResult(body, "call_w")) },
+	)
+
+	r := runCLI(t, "", "--plugins", dir, "--root", root, "chat", "--base-url", url, "-m", "Do the bad thing")
+	if r.code != 0 {
+		t.Fatalf("exit status %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if want := "I can't help with that.\n(the model refused)\n"; r.stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if !strings.Contains(r.stderr, "warning: skipped a stream event that is not JSON") {
+		t.Errorf("stderr has no warning of the skipped event:\n%s", r.stderr)
+	}
+
+	r = runCLI(t, "", "--plugins", dir, "--root", root, "--enable", "write_file", "chat", "--base-url", url, "-m", "Write out.txt")
+	if r.code != 0 {
+		t.Fatalf("exit status %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	result := toolResult(rp.requests()[2], "call_w")
+	if !strings.HasPrefix(result, "Error executing write_file: ") || !strings.Contains(result, "cut off by the output limit") || !strings.HasSuffix(result, "the tool did not run") {
+		t.Errorf("the cut-off call's result = %q", result)
+	}
+	if _, err := os.Stat(filepath.Join(root, "out.txt")); !os.IsNotExist(err) {
+		t.Errorf("out.txt was written from cut-off arguments (stat: %v)", err)
+	}
+	if !strings.Contains(r.stdout, "✗ Error executing write_file: ") {
+		t.Errorf("stdout does not show the failed call:\n%s", r.stdout)
 	}
 }

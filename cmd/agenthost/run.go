@@ -156,7 +156,9 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 // the registry built from the global flags.
 type command struct {
 	usage string
-	flags func(fs *flag.FlagSet)
+	// details, if set, is printed after the flags in --help.
+	details string
+	flags   func(fs *flag.FlagSet)
 	// prepare, if set, checks the command's flags before the plugins
 	// start.
 	prepare func() error
@@ -383,6 +385,9 @@ func printCommandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags:\n", cmd.usage)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+	if cmd.details != "" {
+		fmt.Fprintf(w, "\n%s", cmd.details)
+	}
 }
 
 // pluginsDir is the --plugins flag, else a "plugins" directory beside the
