@@ -14,6 +14,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"golang.org/x/term"
+
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/internal/textsafe"
@@ -226,26 +228,16 @@ forgotten); at the prompt it ends the session.
 func (c *chatSession) interact(ctx context.Context, in io.Reader) error {
 	intr, release := interrupts.claim()
 	defer release()
-	lines, readErr, stop := readLines(in)
+	next, stop := c.lineReader(in)
 	defer stop()
 	c.print("agenthost chat: " + slashHelp + "\n")
 	for {
-		c.print("> ")
-		var line string
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				c.print("\n")
-				return readErr()
-			}
-			line = strings.TrimSpace(l)
-		case <-intr:
+		l, ok, err := next(ctx, intr)
+		if !ok {
 			c.print("\n")
-			return nil
-		case <-ctx.Done():
-			c.print("\n")
-			return nil
+			return err
 		}
+		line := strings.TrimSpace(l)
 		switch {
 		case line == "":
 			continue
@@ -286,6 +278,81 @@ func (c *chatSession) answer(ctx context.Context, text string, intr <-chan struc
 		c.print("(interrupted)\n")
 		return nil
 	}
+}
+
+// nextLine waits for the session's next line. ok is false at the end of
+// the session: the end of input, Ctrl-C at the prompt, or ctx done; err
+// says why when it is an error.
+type nextLine func(ctx context.Context, intr <-chan struct{}) (line string, ok bool, err error)
+
+// lineReader reads the session's lines from in: with line editing and
+// history when in and the output are a terminal, else line by line.
+func (c *chatSession) lineReader(in io.Reader) (next nextLine, stop func()) {
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if out, ok := c.out.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
+			return c.terminalLines(f, out)
+		}
+	}
+	lines, readErr, stop := readLines(in)
+	return func(ctx context.Context, intr <-chan struct{}) (string, bool, error) {
+		c.print("> ")
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "", false, readErr()
+			}
+			return l, true, nil
+		case <-intr:
+		case <-ctx.Done():
+		}
+		return "", false, nil
+	}, stop
+}
+
+// terminalLines reads lines from a terminal with golang.org/x/term's line
+// editor: arrows, Home, End, Ctrl-A/E/K/U/W and a history that Up and
+// Down walk. The terminal is in raw mode only while a line is read, so
+// that Ctrl-C during an answer is still the SIGINT that stops it; at the
+// prompt, Ctrl-C and Ctrl-D end the session.
+func (c *chatSession) terminalLines(in, out *os.File) (nextLine, func()) {
+	t := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{in, out}, "> ")
+	type read struct {
+		line string
+		err  error
+	}
+	reads := make(chan read, 1)
+	return func(ctx context.Context, intr <-chan struct{}) (string, bool, error) {
+		if w, h, err := term.GetSize(int(out.Fd())); err == nil && w > 0 && h > 0 {
+			t.SetSize(w, h)
+		}
+		state, err := term.MakeRaw(int(in.Fd()))
+		if err != nil {
+			return "", false, fmt.Errorf("chat: the terminal: %w", err)
+		}
+		defer term.Restore(int(in.Fd()), state)
+		go func() {
+			line, err := t.ReadLine()
+			reads <- read{line, err}
+		}()
+		select {
+		case r := <-reads:
+			c.lineStart = true
+			if r.err == io.EOF {
+				return "", false, nil
+			}
+			if r.err != nil {
+				return "", false, fmt.Errorf("chat: reading the terminal: %w", r.err)
+			}
+			return r.line, true, nil
+		case <-intr:
+		case <-ctx.Done():
+		}
+		// The read goes on until the process ends; nothing reads it.
+		return "", false, nil
+	}, func() {}
 }
 
 // readLines reads in line by line on a goroutine of its own, so that the

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair: the controller side the test
+// types into and reads from, and the terminal side a child gets as its
+// standard streams.
+func openPTY(t *testing.T) (controller, tty *os.File) {
+	t.Helper()
+	controller, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening /dev/ptmx: %v", err)
+	}
+	fd := int(controller.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlocking the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("numbering the pseudo-terminal: %v", err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening the terminal side: %v", err)
+	}
+	t.Cleanup(func() {
+		tty.Close()
+		controller.Close()
+	})
+	return controller, tty
+}
+
+// TestChatTerminal runs chat on a real terminal: a line is edited with
+// the arrow keys before it is sent, Up brings the last line back from the
+// history, Ctrl-C stops an answer, and Ctrl-D at the prompt ends the
+// session.
+func TestChatTerminal(t *testing.T) {
+	exe, plugins := builtAgenthost(t)
+	rp, url := newReplay(t,
+		func(map[string]any) []string { return textReply("First answer.") },
+		func(map[string]any) []string { return textReply("Second answer.") },
+		func(map[string]any) []string {
+			return []string{`{"choices":[{"index":0,"delta":{"content":"Let me think"},"finish_reason":null}]}`, hang}
+		},
+	)
+	controller, tty := openPTY(t)
+	cmd := exec.Command(exe, "--plugins", plugins, "chat", "--base-url", url)
+	cmd.Env = agenthostEnv("OPENAI_API_KEY=sk-test", "TERM=xterm")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close() // the child holds its own copies
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	var mu sync.Mutex
+	var screen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := controller.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// seen waits until the screen holds want after position from, and
+	// returns the position after it.
+	seen := func(want string, from int) int {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			mu.Lock()
+			out := screen.String()
+			mu.Unlock()
+			if i := strings.Index(out[min(from, len(out)):], want); i >= 0 {
+				return from + i + len(want)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the terminal never showed %q after position %d:\n%q", want, from, out)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	typeKeys := func(keys string) {
+		t.Helper()
+		if _, err := controller.WriteString(keys); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	at := seen("> ", 0)
+	// "helo world", then Left seven times to after "hel", insert "l".
+	typeKeys("helo world" + strings.Repeat("\x1b[D", 7) + "l\r")
+	at = seen("First answer.", at)
+	at = seen("> ", at)
+	// Up brings "hello world" back; Enter sends it again.
+	typeKeys("\x1b[A\r")
+	at = seen("Second answer.", at)
+	at = seen("> ", at)
+	// Ctrl-C during an answer stops it (the terminal is not raw then, so
+	// the key is a SIGINT), and the session goes on.
+	typeKeys("third\r")
+	at = seen("Let me think", at)
+	typeKeys("\x03")
+	at = seen("(interrupted)", at)
+	seen("> ", at)
+	typeKeys("\x04") // Ctrl-D
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("chat ended with %v", waitErr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Ctrl-D at the prompt did not end the session")
+	}
+
+	reqs := rp.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	var users []string
+	for _, m := range reqs[1]["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "user" {
+			users = append(users, fmt.Sprint(mm["content"]))
+		}
+	}
+	if want := []string{"hello world", "hello world"}; strings.Join(users, "|") != strings.Join(want, "|") {
+		b, _ := json.Marshal(reqs[1]["messages"])
+		t.Errorf("the second request's user turns are %q, want %q\n%s", users, want, b)
+	}
+}
