@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk"
@@ -58,6 +60,8 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 			r, err := newGroupRunner(l, cmd, p.path)
 			if r != nil {
 				r.policy = policy
+				// The name go-plugin would log the plugin's lines under.
+				r.speaksGoPlugin(p.logger.Named(p.name))
 			}
 			inst.runner = r
 			return r, err
@@ -75,6 +79,9 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 		inst.stop(true)
 		return nil, err
 	}
+	if g, ok := rpc.(*plugin.GRPCClient); ok {
+		inst.grpc = g.Conn
+	}
 	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
 		inst.stop(true)
@@ -87,6 +94,46 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	}
 	inst.conn = conn
 	return inst, nil
+}
+
+// termGrace is how long a plugin that serves calls, but not go-plugin's
+// controller, has to exit after SIGTERM before its process group is
+// killed.
+const termGrace = 500 * time.Millisecond
+
+// controllerShutdown is the method of go-plugin's controller service
+// (plugin.GRPCController) that asks a plugin to shut down.
+const controllerShutdown = "/plugin.GRPCController/Shutdown"
+
+// shutdown asks a plugin that serves calls to shut down, which ends them.
+// go-plugin's Kill asks through go-plugin's controller service, and then
+// waits two seconds for the process to exit before it kills it; a plugin
+// that does not serve the controller, as one written without go-plugin
+// need not, would sit out those two seconds at every such stop. So the
+// host asks first, and a plugin that answers that it has no controller
+// gets SIGTERM, its whole process group, and is killed termGrace later if
+// it has not exited by then. A plugin that has the controller is left to
+// go-plugin's Kill, which follows.
+func (inst *instance) shutdown() {
+	r := inst.runner
+	if inst.grpc == nil || r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	// go-plugin's request and answer are empty messages, as Empty is.
+	err := inst.grpc.Invoke(ctx, controllerShutdown, &emptypb.Empty{}, &emptypb.Empty{})
+	if status.Code(err) != codes.Unimplemented {
+		return
+	}
+	_ = r.signalGroup(syscall.SIGTERM)
+	grace := time.NewTimer(termGrace)
+	defer grace.Stop()
+	select {
+	case <-r.done:
+	case <-grace.C:
+		_ = r.killGroup()
+	}
 }
 
 // describe asks the plugin what it serves.

@@ -1,9 +1,13 @@
 package host
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,10 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/internal/textsafe"
+	"github.com/agenthost/agenthost/internal/wire"
 )
 
-// quietLogger is the logger go-plugin gets. go-plugin reports a plugin's
-// own log lines through Named loggers, which keep their levels; its own
+// quietLogger is the logger go-plugin gets. Its Named loggers keep their
+// levels (go-plugin's stdio client logs through one); go-plugin's own
 // lifecycle messages ("plugin process exited", "plugin failed to exit
 // gracefully") are demoted to debug, because the host reports what matters
 // of them itself, once, in its own words.
@@ -32,8 +37,8 @@ func (l quietLogger) Log(level hclog.Level, msg string, args ...any) {
 
 // safeLogger is the registry's logger. What it logs comes partly from
 // plugins and file systems: file names, tool names, what a plugin writes
-// to its log (go-plugin forwards a plugin's lines to Named loggers, with
-// the plugin's levels). hclog writes a message, a logger's name and the
+// to its log (logPluginStderr logs a plugin's lines to a Named logger,
+// with the plugin's levels). hclog writes a message, a logger's name and the
 // keys of fields as they are, and a value holding a newline over several
 // lines, so a newline or an ANSI escape there could forge lines of the
 // host's log or paint the terminal. safeLogger writes each of them that
@@ -101,15 +106,22 @@ func safeArgs(args []any) []any {
 
 // lastLine remembers the last non-empty line a plugin wrote to stderr, so
 // that a plugin that dies at start-up can be reported with its last words.
-// Lines of the sdk's JSON logger count only at warn or error level. When a
+// Lines of hclog's JSON format count only at warn or error level. When a
 // line says it is an error ("Error: ...", "panic: ..."), that line is the
 // one remembered: runtimes print a stack and a banner after it (Node's
-// "    at ...", "Node.js v20"), which say nothing of the cause.
+// "    at ...", "Node.js v20"), which say nothing of the cause. It also
+// notes whether the plugin refused the handshake cookie, as a go-plugin
+// plugin of another program does.
 type lastLine struct {
 	mu      sync.Mutex
 	line    string
 	errLine string
+	cookie  bool
 }
+
+// cookieRefused starts what go-plugin's server prints, and then exits,
+// when the handshake cookie is not the one it was built with.
+const cookieRefused = "This binary is a plugin. These are not meant to be executed directly."
 
 // errorLine reports whether a line of stderr states an error.
 func errorLine(s string) bool {
@@ -119,27 +131,32 @@ func errorLine(s string) bool {
 
 func (l *lastLine) Write(p []byte) (int, error) {
 	for raw := range strings.SplitSeq(string(p), "\n") {
-		s := strings.TrimSpace(raw)
-		var entry struct {
-			Level   string `json:"@level"`
-			Message string `json:"@message"`
-		}
-		if json.Unmarshal([]byte(s), &entry) == nil {
-			s = ""
-			if entry.Level == "error" || entry.Level == "warn" {
-				s = entry.Message
-			}
-		}
-		if s != "" {
-			l.mu.Lock()
-			l.line = s
-			if errorLine(s) {
-				l.errLine = s
-			}
-			l.mu.Unlock()
-		}
+		l.note(parseLogLine([]byte(raw), nil))
 	}
 	return len(p), nil
+}
+
+// note remembers a line of stderr, as parseLogLine read it.
+func (l *lastLine) note(e logEntry) {
+	s := e.text
+	if e.json {
+		s = ""
+		if e.level == hclog.Warn || e.level == hclog.Error {
+			s = strings.TrimSpace(e.msg)
+		}
+	}
+	if s == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.line = s
+	if errorLine(s) {
+		l.errLine = s
+	}
+	if strings.HasPrefix(s, cookieRefused) {
+		l.cookie = true
+	}
 }
 
 func (l *lastLine) String() string {
@@ -151,6 +168,153 @@ func (l *lastLine) String() string {
 	return l.line
 }
 
+func (l *lastLine) refusedCookie() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cookie
+}
+
+// maxLogLine bounds a line of a plugin's stderr, as go-plugin's reader of
+// it does: a longer line is logged in pieces, at debug level.
+const maxLogLine = 64 << 10
+
+// logPluginStderr logs what a plugin writes to its stderr to logger, line
+// by line, and notes its last words in tail, until stderr ends.
+//
+// It takes the place of go-plugin's reader of a plugin's stderr, and reads
+// the same lines the same way (see parseLogLine), without two faults of
+// that reader. It takes a line for hclog's JSON format only when its
+// "@timestamp" has exactly six digits of fraction, as Go's hclog writes
+// it: with the three that Node's and Python's loggers write
+// (2026-11-23T10:00:00.123Z), the line was logged whole at debug level,
+// its own level lost. And it takes "@message" and "@level" for strings
+// without checking: a plugin that wrote a number there crashed the host.
+func logPluginStderr(logger hclog.Logger, r io.Reader, tail *lastLine) {
+	br := bufio.NewReaderSize(r, maxLogLine)
+	var inPanic, continued bool
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if err != nil {
+			return
+		}
+		if isPrefix || continued {
+			// A piece of a line too long to be read whole.
+			logger.Debug(string(line))
+			continued = isPrefix
+			continue
+		}
+		e := parseLogLine(line, &inPanic)
+		tail.note(e)
+		if e.text != "" || e.json {
+			logger.Log(e.level, e.msg, e.args...)
+		}
+	}
+}
+
+// logEntry is a line of a plugin's stderr as the host logs it.
+type logEntry struct {
+	level hclog.Level
+	msg   string
+	args  []any
+	// json: the line is a JSON object; text: the line, trimmed, when it
+	// is not.
+	json bool
+	text string
+}
+
+// parseLogLine reads one line of a plugin's stderr as go-plugin does. A
+// JSON object is an entry of hclog's JSON format: "@level" (trace, debug,
+// info, warn or error; also warning, fatal and critical, which loggers of
+// other languages name theirs), "@message", "@timestamp" (RFC 3339, any
+// fraction of a second, or none), and fields, logged sorted by key, with
+// "timestamp" last. An object without a level it knows is logged whole at
+// debug level, as is a line that is not JSON, unless it starts with
+// [TRACE], [DEBUG], [INFO], [WARN] or [ERROR], which give its level, or
+// it belongs to a Go panic (from "panic: " or "fatal error: " on, when
+// inPanic is not nil), logged at error level.
+func parseLogLine(line []byte, inPanic *bool) logEntry {
+	text := strings.TrimSpace(string(line))
+	if strings.HasPrefix(text, "{") {
+		var fields map[string]any
+		d := json.NewDecoder(strings.NewReader(text))
+		d.UseNumber()
+		if d.Decode(&fields) == nil && !d.More() {
+			return jsonLogEntry(string(line), fields)
+		}
+	}
+	e := logEntry{level: hclog.Debug, msg: string(line), text: text}
+	switch {
+	case strings.HasPrefix(text, "[TRACE]"):
+		e.level = hclog.Trace
+	case strings.HasPrefix(text, "[DEBUG]"):
+		e.level = hclog.Debug
+	case strings.HasPrefix(text, "[INFO]"):
+		e.level = hclog.Info
+	case strings.HasPrefix(text, "[WARN]"):
+		e.level = hclog.Warn
+	case strings.HasPrefix(text, "[ERROR]"):
+		e.level = hclog.Error
+	case inPanic == nil:
+	case strings.HasPrefix(text, "panic: ") || strings.HasPrefix(text, "fatal error: "):
+		*inPanic = true
+		e.level = hclog.Error
+	case *inPanic:
+		e.level = hclog.Error
+	}
+	return e
+}
+
+// jsonLogEntry is the entry of a JSON line whose fields are fields.
+func jsonLogEntry(line string, fields map[string]any) logEntry {
+	e := logEntry{json: true, level: hclog.NoLevel}
+	if v, ok := fields["@level"].(string); ok {
+		e.level = logLevel(v)
+	}
+	if e.level == hclog.NoLevel || e.level == hclog.Off {
+		// Not hclog's: logged as it is.
+		return logEntry{json: true, level: hclog.Debug, msg: line}
+	}
+	switch v := fields["@message"].(type) {
+	case nil:
+	case string:
+		e.msg = v
+	default:
+		msg, _ := json.Marshal(v)
+		e.msg = string(msg)
+	}
+	var stamp any
+	if v, ok := fields["@timestamp"]; ok {
+		stamp = v
+		if s, ok := v.(string); ok {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				stamp = t.Format(hclog.TimeFormat)
+			}
+		}
+	}
+	delete(fields, "@level")
+	delete(fields, "@message")
+	delete(fields, "@timestamp")
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		e.args = append(e.args, k, fields[k])
+	}
+	if stamp != nil {
+		e.args = append(e.args, "timestamp", stamp)
+	}
+	return e
+}
+
+// logLevel reads a level of hclog's JSON format, and the names loggers of
+// other languages give theirs.
+func logLevel(s string) hclog.Level {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "warning":
+		return hclog.Warn
+	case "fatal", "critical":
+		return hclog.Error
+	}
+	return hclog.LevelFromString(s)
+}
+
 // launchError turns go-plugin's start-up errors, which span several lines
 // and name no cause, into one line that says what went wrong.
 func launchError(err error, inst *instance, startTimeout time.Duration) error {
@@ -159,12 +323,11 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 	switch {
 	case strings.Contains(text, "timeout while waiting for plugin to start"):
 		return fmt.Errorf("it did not complete the handshake within %s", startTimeout)
-	case strings.HasPrefix(text, "incompatible API version with plugin. "):
-		return fmt.Errorf("it speaks another protocol version: %s", strings.TrimPrefix(first, "incompatible API version with plugin. "))
-	case strings.HasPrefix(text, "Unrecognized remote plugin message: ") && first != "Unrecognized remote plugin message: ":
-		return fmt.Errorf("it is not an agenthost plugin: its first line of output was %q", strings.TrimPrefix(first, "Unrecognized remote plugin message: "))
 	case inst.runner == nil:
 		return errors.New(first)
+	}
+	if bad := inst.runner.handshakeError(); bad != nil {
+		return bad
 	}
 	// It closed its stdout without a word: it most likely exited.
 	select {
@@ -195,7 +358,11 @@ func (r *groupRunner) startupExit() (string, bool) {
 	case <-r.finished:
 	case <-time.After(time.Second):
 	}
-	if last := r.tail.String(); last != "" {
+	switch last := r.tail.String(); {
+	case r.tail.refusedCookie():
+		msg += fmt.Sprintf(": it refused the handshake cookie %s=%s (go-plugin's %q): it is a plugin of another program, or expects another cookie",
+			wire.Handshake.MagicCookieKey, wire.Handshake.MagicCookieValue, cookieRefused)
+	case last != "":
 		msg += ": " + last
 	}
 	return msg, true

@@ -36,7 +36,10 @@ const drainGrace = 200 * time.Millisecond
 //     plugin only after its stdout and stderr reach EOF, which a grandchild
 //     holding them would postpone for ever. The runner waits for the
 //     process itself, and a short drain after the process has exited it
-//     closes the pipes go-plugin reads.
+//     closes the pipes go-plugin reads;
+//   - for a plugin (speaksGoPlugin), with its handshake line checked in the
+//     host's words before go-plugin reads it, and its stderr logged by the
+//     host rather than by go-plugin (see logPluginStderr).
 type groupRunner struct {
 	logger hclog.Logger
 	cmd    *exec.Cmd
@@ -58,6 +61,13 @@ type groupRunner struct {
 	mu       sync.Mutex    // guards reaped against signals to the group
 	reaped   bool
 	tail     lastLine // the last line it wrote to stderr
+
+	// handshake: stdout starts with go-plugin's handshake line, which is
+	// checked (checkHandshake); badLine says what was wrong with it, under
+	// mu. pluginLog, when set, logs the stderr of a plugin.
+	handshake bool
+	badLine   error
+	pluginLog hclog.Logger
 }
 
 var _ runner.Runner = (*groupRunner)(nil)
@@ -88,6 +98,14 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunn
 	r.outR, r.outW = io.Pipe()
 	r.errR, r.errW = io.Pipe()
 	return r, nil
+}
+
+// speaksGoPlugin has the runner check the plugin's handshake line and log
+// its stderr to logger, rather than leave both to go-plugin. Call it
+// before Start.
+func (r *groupRunner) speaksGoPlugin(logger hclog.Logger) {
+	r.handshake = true
+	r.pluginLog = logger
 }
 
 // openStdin gives the process a pipe for its stdin, instead of none, and
@@ -123,8 +141,18 @@ func (r *groupRunner) Start(context.Context) error {
 	r.logger.Debug("plugin started", "path", r.path, "pid", r.pid)
 
 	var copies sync.WaitGroup
-	copies.Go(func() { copyOut(r.outW, r.osOut, nil) })
-	copies.Go(func() { copyOut(r.errW, r.osErr, &r.tail) })
+	if r.handshake {
+		copies.Go(r.checkHandshake)
+	} else {
+		copies.Go(func() { copyOut(r.outW, r.osOut, nil) })
+	}
+	if r.pluginLog != nil {
+		// go-plugin's end stays empty: it would log the same lines,
+		// less well (see logPluginStderr).
+		copies.Go(func() { logPluginStderr(r.pluginLog, r.osErr, &r.tail) })
+	} else {
+		copies.Go(func() { copyOut(r.errW, r.osErr, &r.tail) })
+	}
 	go func() {
 		// Learn of the exit without reaping: while the plugin is a
 		// zombie its pid cannot be reused, so its process group can be

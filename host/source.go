@@ -168,10 +168,12 @@ type startAttempt struct {
 
 // instance is one running process of a plugin.
 type instance struct {
-	// A plugin's: its go-plugin client and connection. An MCP server's:
-	// its session. runner is the process, when there is one.
+	// A plugin's: its go-plugin client and connection, and the gRPC
+	// connection under them. An MCP server's: its session. runner is the
+	// process, when there is one.
 	client *plugin.Client
 	conn   *wire.Client
+	grpc   *grpc.ClientConn
 	mcp    *mcpsource.Session
 	runner *groupRunner
 
@@ -548,10 +550,9 @@ func (p *toolSource) close() {
 // fails with the connection, and it returns once the process has been
 // reaped and its output read. That spares the shutdown exchange and the
 // plugin's own way out on every Close and idle stop. A plugin serving
-// calls gets go-plugin's
-// graceful shutdown, which ends them; a stopped (SIGSTOP) one is
-// continued first, so that it can, and one that still does not exit in
-// time is killed.
+// calls is asked to shut down, which ends them (see shutdown); a stopped
+// (SIGSTOP) one is continued first, so that it can, and one that still
+// does not exit in time is killed.
 func (inst *instance) stop(force bool) {
 	inst.hostMu.Lock()
 	inst.stopped = true
@@ -563,6 +564,7 @@ func (inst *instance) stop(force bool) {
 		inst.idle.Stop()
 	}
 	r := inst.runner
+	graceful := false
 	if r != nil && r.pid != 0 {
 		// The instance is no longer handed to new calls (it was dropped
 		// first), so once idle it stays idle.
@@ -570,6 +572,7 @@ func (inst *instance) stop(force bool) {
 			_ = r.killGroup()
 		} else {
 			_ = r.signalGroup(syscall.SIGCONT)
+			graceful = true
 		}
 	}
 
@@ -578,6 +581,9 @@ func (inst *instance) stop(force bool) {
 		defer close(done)
 		switch {
 		case inst.client != nil:
+			if graceful {
+				inst.shutdown()
+			}
 			inst.client.Kill()
 		case inst.mcp != nil:
 			// An MCP server over stdio is asked to stop by closing its
