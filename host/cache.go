@@ -4,10 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -23,7 +27,8 @@ const NoCache = "-"
 // descCache keeps each plugin's DescribeResponse on disk, so that a host
 // starting with a warm cache registers a plugin's tools without launching
 // it. An entry is keyed by the binary's absolute path, size, modification
-// time, SHA-256 and the protocol version.
+// time, SHA-256 and the protocol version; a script's, also by what it
+// depends on (see pluginDeps).
 //
 // Hashing every binary at every start-up would cost more than the launch
 // it saves, so a lookup first compares what stat says: when the path,
@@ -49,16 +54,19 @@ type descCache struct {
 
 // cacheEntry is one cache file.
 type cacheEntry struct {
-	Path          string          `json:"path"`
-	Size          int64           `json:"size"`
-	ModTime       int64           `json:"mtime_ns"`
-	ChangeTime    int64           `json:"ctime_ns"`
-	Inode         uint64          `json:"inode"`
-	Device        uint64          `json:"device"`
-	SHA256        string          `json:"sha256"`
-	Protocol      int             `json:"protocol"`
-	ProtocolMinor int             `json:"protocol_minor"`
-	Describe      json.RawMessage `json:"describe"`
+	Path          string `json:"path"`
+	Size          int64  `json:"size"`
+	ModTime       int64  `json:"mtime_ns"`
+	ChangeTime    int64  `json:"ctime_ns"`
+	Inode         uint64 `json:"inode"`
+	Device        uint64 `json:"device"`
+	SHA256        string `json:"sha256"`
+	Protocol      int    `json:"protocol"`
+	ProtocolMinor int    `json:"protocol_minor"`
+	// Deps is the key of what a script's description depends on besides
+	// the script (pluginDeps); "" for a binary.
+	Deps     string          `json:"deps,omitempty"`
+	Describe json.RawMessage `json:"describe"`
 	// Resolved names the tools whose parameters schema resolved as an
 	// object schema, by the schema checker Checker (schemaChecker).
 	Resolved []string `json:"resolved,omitempty"`
@@ -153,15 +161,137 @@ func hashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// depsSuffix ends the name of a script plugin's list of what it depends
+// on, beside it: agenthost-plugin-NAME.deps (see pluginDeps).
+const depsSuffix = ".deps"
+
+// maxDepsFiles bounds the files and directories a script's list may
+// cover: every lookup stats each of them.
+const maxDepsFiles = 10000
+
+// deps is pluginDeps(path); an error also when the cache is off.
+func (c *descCache) deps(path string) (string, error) {
+	if c == nil || c.dir == "" {
+		return "", errors.New("the description cache is off")
+	}
+	return pluginDeps(path)
+}
+
+// pluginDeps returns the key of what the description of the plugin at
+// path depends on besides its own file, or why the description may not
+// be cached.
+//
+// A binary's description is taken to depend on the binary alone: the key
+// is "". A script (a file starting with "#!") serves whatever its
+// interpreter, its imports or a program it runs say, none of which the
+// host can see; so a script's description is cached only when a file
+// named like it plus ".deps", beside it (see depsList), lists what it
+// depends on: one path a line (blank lines and lines starting with "#"
+// are skipped), relative to the directory the list is in once symlinks
+// are resolved, or absolute; a directory stands for everything under
+// it. The key is then a hash of the list and of what stat says of each
+// of those files (name, type, size, modification and change time,
+// inode, device), or of their absence: an edit, a new file or a removed
+// one makes another key. An empty list says that the script depends on
+// nothing else. A list covering more than maxDepsFiles is refused.
+func pluginDeps(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	var magic [2]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	f.Close()
+	if n < len(magic) || string(magic[:]) != "#!" {
+		return "", nil
+	}
+	real, err := depsList(path)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "deps/1 %s %d\n%s\n", real, len(data), data)
+	files := 0
+	for line := range strings.Lines(string(data)) {
+		dep := strings.TrimSpace(line)
+		if dep == "" || strings.HasPrefix(dep, "#") {
+			continue
+		}
+		if !filepath.IsAbs(dep) {
+			dep = filepath.Join(filepath.Dir(real), dep)
+		}
+		fmt.Fprintf(h, "dep %s\x00", dep)
+		resolved, err := filepath.EvalSymlinks(dep)
+		if errors.Is(err, fs.ErrNotExist) {
+			h.Write([]byte("missing\x00"))
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		err = filepath.WalkDir(resolved, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if files++; files > maxDepsFiles {
+				return fmt.Errorf("%s lists more than %d files", filepath.Base(real), maxDepsFiles)
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(resolved, p)
+			if info.IsDir() {
+				// Its entries are walked; its times change with
+				// every temporary file made in it.
+				fmt.Fprintf(h, "dir %s\x00", rel)
+				return nil
+			}
+			ctime, inode, device := statIdentity(info)
+			fmt.Fprintf(h, "file %s %v %d %d %d %d %d\x00", rel, info.Mode().Type(), info.Size(), info.ModTime().UnixNano(), ctime, inode, device)
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// depsList returns where the list of what the script at path depends on
+// is, symlinks resolved: beside path, or else beside the file path is a
+// symlink to, where a plugin installed as a symlink keeps it.
+func depsList(path string) (string, error) {
+	lists := []string{path + depsSuffix}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		lists = append(lists, real+depsSuffix)
+	}
+	for _, list := range lists {
+		real, err := filepath.EvalSymlinks(list)
+		if err == nil {
+			return real, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("it is a script, and no %s lists what it depends on", filepath.Base(path)+depsSuffix)
+}
+
 // file is the cache file of a binary: one per absolute path.
 func (c *descCache) file(abs string) string {
 	sum := sha256.Sum256([]byte(abs))
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
-// lookup returns the cached description of the binary at path, or nil,
-// and the names of its tools whose parameters schema resolves.
-func (c *descCache) lookup(path string) (*toolv1.DescribeResponse, map[string]bool) {
+// lookup returns the cached description of the binary at path, whose
+// dependencies' key is deps (pluginDeps), or nil, and the names of its
+// tools whose parameters schema resolves.
+func (c *descCache) lookup(path, deps string) (*toolv1.DescribeResponse, map[string]bool) {
 	if c == nil || c.dir == "" {
 		return nil, nil
 	}
@@ -174,7 +304,7 @@ func (c *descCache) lookup(path string) (*toolv1.DescribeResponse, map[string]bo
 		return nil, nil
 	}
 	var e cacheEntry
-	if json.Unmarshal(data, &e) != nil || e.Path != st.path || e.Size != st.size ||
+	if json.Unmarshal(data, &e) != nil || e.Path != st.path || e.Size != st.size || e.Deps != deps ||
 		e.Protocol != wire.ProtocolVersion || e.ProtocolMinor != wire.ProtocolMinor {
 		return nil, nil
 	}
@@ -199,7 +329,7 @@ func (c *descCache) lookup(path string) (*toolv1.DescribeResponse, map[string]bo
 		e.Resolved, e.Checker, refresh = checkedSchemas(desc), schemaChecker(), true
 	}
 	if refresh {
-		c.write(wst, e.SHA256, e.Describe, e.Resolved, e.Checker)
+		c.write(wst, e.SHA256, e.Deps, e.Describe, e.Resolved, e.Checker)
 	}
 	return desc, nameSet(e.Resolved)
 }
@@ -213,10 +343,12 @@ func nameSet(names []string) map[string]bool {
 	return set
 }
 
-// store records the description of the binary at path, and the names of
-// its tools whose parameters schema resolved (checkedSchemas). Failures
-// only cost a launch next time, so they are not reported.
-func (c *descCache) store(path string, desc *toolv1.DescribeResponse, resolved []string) {
+// store records the description of the binary at path, whose
+// dependencies' key is deps (pluginDeps, taken before the plugin was
+// asked, so that a change made meanwhile is seen next time), and the
+// names of its tools whose parameters schema resolved (checkedSchemas).
+// Failures only cost a launch next time, so they are not reported.
+func (c *descCache) store(path, deps string, desc *toolv1.DescribeResponse, resolved []string) {
 	if c == nil || c.dir == "" || desc == nil {
 		return
 	}
@@ -234,13 +366,13 @@ func (c *descCache) store(path string, desc *toolv1.DescribeResponse, resolved [
 	}
 	// The binary may have changed while it was hashed: then stat differs
 	// next time and the hash decides.
-	c.write(st, sum, raw, resolved, schemaChecker())
+	c.write(st, sum, deps, raw, resolved, schemaChecker())
 }
 
-func (c *descCache) write(st binaryStat, sum string, describe json.RawMessage, resolved []string, checker string) {
+func (c *descCache) write(st binaryStat, sum, deps string, describe json.RawMessage, resolved []string, checker string) {
 	data, err := json.Marshal(cacheEntry{
 		Path: st.path, Size: st.size, ModTime: st.mtime, ChangeTime: st.ctime,
-		Inode: st.inode, Device: st.device, SHA256: sum,
+		Inode: st.inode, Device: st.device, SHA256: sum, Deps: deps,
 		Protocol: wire.ProtocolVersion, ProtocolMinor: wire.ProtocolMinor,
 		Describe: describe, Resolved: resolved, Checker: checker,
 	})
@@ -282,5 +414,5 @@ func (c *descCache) storeID(id string, desc *toolv1.DescribeResponse) {
 	if err != nil {
 		return
 	}
-	c.write(binaryStat{path: MCPSourcePrefix + id}, id, raw, nil, "")
+	c.write(binaryStat{path: MCPSourcePrefix + id}, id, "", raw, nil, "")
 }

@@ -67,7 +67,9 @@ type PluginReport struct {
 // started, and the plugin starts on the first call of one of its tools.
 // Otherwise, or with Options.Eager, the plugins are started in parallel
 // and asked for their tools; they keep running, and their descriptions
-// are cached.
+// are cached, replacing an entry that says otherwise. A script's
+// description is cached only when it lists what it depends on (see
+// pluginDeps).
 //
 // A binary that fails to start, exits, misses the handshake deadline or
 // speaks another protocol version is skipped with a warning in the log
@@ -115,8 +117,17 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 			continue
 		}
 		// A fresh cache entry saves the launch, or under --eager at least
-		// hashing the binary again to store what it already holds.
-		fresh, resolved := r.cache.lookup(path)
+		// hashing the binary again to store what it already holds. What
+		// a script depends on is keyed before it runs, so that a change
+		// made while it describes itself is seen next time.
+		deps, uncached := r.cache.deps(path)
+		var fresh *toolv1.DescribeResponse
+		var resolved map[string]bool
+		if uncached == nil {
+			fresh, resolved = r.cache.lookup(path, deps)
+		} else if r.cache.dir != "" {
+			r.logger.Debug("not caching the plugin's description", "path", path, "reason", uncached)
+		}
 		if fresh != nil {
 			// What it declared decides the sandbox of every launch,
 			// the eager one included.
@@ -134,18 +145,20 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 			dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
 			defer cancel()
 			descs[i], errs[i] = procs[i].describe(dctx)
-			if fresh != nil && !proto.Equal(descs[i], fresh) {
-				// Eager, and the plugin no longer says what its cache
-				// entry does: what was checked of that is no guide.
-				procs[i].resolved = nil
+			if errs[i] != nil || fresh != nil && proto.Equal(descs[i], fresh) {
+				// Eager, and the cache entry says what the plugin does.
+				return
 			}
-			if errs[i] == nil && fresh == nil {
-				// Checked here, beside the launch, and recorded with the
-				// description: adopt need not check them again, nor the
-				// next host that finds it cached.
-				names := checkedSchemas(descs[i])
-				procs[i].resolved = nameSet(names)
-				r.cache.store(path, descs[i], names)
+			// Checked here, beside the launch, and recorded with the
+			// description: adopt need not check them again, nor the next
+			// host that finds it cached. Under --eager, an entry that no
+			// longer says what the plugin does is replaced: what was
+			// checked of it is no guide, and the next host without
+			// --eager gets what the plugin says now.
+			names := checkedSchemas(descs[i])
+			procs[i].resolved = nameSet(names)
+			if uncached == nil {
+				r.cache.store(path, deps, descs[i], names)
 			}
 		})
 	}
@@ -338,7 +351,9 @@ func (r *ToolRegistry) duplicateError(name string, proc *toolSource) error {
 		ErrToolExists, name, holder, textsafe.Name(proc.name), name)
 }
 
-// findPlugins lists the plugin binaries in dir, sorted by name.
+// findPlugins lists the plugin binaries in dir, sorted by name: the
+// executable regular files (or symlinks to one) whose name starts with
+// PluginPrefix, except a script's list of dependencies.
 func findPlugins(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -346,7 +361,9 @@ func findPlugins(dir string) ([]string, error) {
 	}
 	var paths []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), PluginPrefix) {
+		if !strings.HasPrefix(e.Name(), PluginPrefix) || strings.HasSuffix(e.Name(), depsSuffix) {
+			// A .deps file is what a script plugin depends on, not a
+			// plugin, whatever its mode.
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
