@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -326,6 +327,9 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 	case inst.runner == nil:
 		return errors.New(first)
 	}
+	if inst.runner.pid == 0 {
+		return execError(err)
+	}
 	if bad := inst.runner.handshakeError(); bad != nil {
 		return bad
 	}
@@ -339,6 +343,24 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 		return errors.New("it closed its output without completing the handshake")
 	}
 	return errors.New(msg)
+}
+
+// execError words the failure to execute a plugin's file, which the
+// kernel says in one word: a file that is neither a program for this
+// system nor a script starting with "#!", a script whose interpreter does
+// not exist.
+func execError(err error) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return err
+	}
+	switch errno {
+	case syscall.ENOEXEC:
+		return errors.New("it cannot be executed: it is neither a program for this system nor a script starting with #!")
+	case syscall.ENOENT:
+		return errors.New("it cannot be executed: the interpreter its #! line names, or the loader it needs, does not exist")
+	}
+	return fmt.Errorf("it cannot be executed: %s", errno.Error())
 }
 
 // startupExit says, of a process that exited before its handshake, how it

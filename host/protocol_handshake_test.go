@@ -11,12 +11,15 @@ import (
 
 // A plugin whose handshake line is wrong is skipped with a reason that
 // quotes the line (bounded) and names what is wrong in it, whatever the
-// plugin does next. Each case is a script that prints the line and exits.
+// plugin does next. Each case is a script that prints the line and
+// sleeps, one that exits with last words that say why, or a file that
+// cannot be executed at all.
 func TestBadHandshakeLinesAreNamed(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 5000)
 	cases := map[string]struct {
 		stdout, stderr string
+		file           string // the whole file, instead of a script
 		want           string
 	}{
 		"fields": {
@@ -82,21 +85,34 @@ func TestBadHandshakeLinesAreNamed(t *testing.T) {
 			stderr: `{"@level":"error","@message":"cannot read config.toml","@timestamp":"2026-11-23T10:00:00.123Z"}`,
 			want:   "it exited during start-up (exit status 1): cannot read config.toml",
 		},
+		"no-shebang": {
+			file: "echo '1|1|unix|/tmp/x|grpc'\n",
+			want: "it cannot be executed: it is neither a program for this system nor a script starting with #!",
+		},
+		"no-interpreter": {
+			file: "#!/nonexistent-agenthost-dir/node\n",
+			want: "it cannot be executed: the interpreter its #! line names, or the loader it needs, does not exist",
+		},
 	}
 	dir := t.TempDir()
+	grants := map[string]host.Grant{}
 	for name, tc := range cases {
 		script := "#!/bin/sh\n"
 		if tc.stdout != "" {
-			script += "printf '%s\\n' '" + tc.stdout + "'\n"
+			script += "printf '%s\\n' '" + tc.stdout + "'\nexec sleep 60\n"
+			grants[name] = execGrant(name)[name]
 		}
 		if tc.stderr != "" {
 			script += "printf '%s\\n' '" + tc.stderr + "' >&2\nexit 1\n"
+		}
+		if tc.file != "" {
+			script = tc.file
 		}
 		if err := os.WriteFile(filepath.Join(dir, host.PluginPrefix+name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reg := load(t, dir, nil)
+	reg := load(t, dir, &host.Options{Grants: grants})
 	for _, r := range reg.Plugins() {
 		name := strings.TrimPrefix(filepath.Base(r.Path), host.PluginPrefix)
 		tc, ok := cases[name]
