@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/internal/wire"
+	"github.com/agenthost/agenthost/sdk/internal/inprocess"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
@@ -33,7 +36,8 @@ func Serve(tools ...Tool) {
 }
 
 // Plugin is what a plugin binary serves: its tools, and the permissions
-// its process needs to run them.
+// its process needs to run them. A plugin keeps it in a package variable,
+// which main serves with [ServePlugin] and its tests with sdktest.New.
 type Plugin struct {
 	// Tools are the tools the plugin serves. Each has a valid name of its
 	// own (see [ValidName]), and its schema names the tool's function.
@@ -77,17 +81,47 @@ func ServePlugin(p Plugin) {
 	})
 	srv := newServer(logger, p)
 	exitWithHost()
-	plugin.Serve(&plugin.ServeConfig{
+	plugin.Serve(srv.config(logger))
+}
+
+// config is the go-plugin configuration that serves s, go-plugin's own
+// messages going to logger.
+func (s *server) config(logger hclog.Logger) *plugin.ServeConfig {
+	return &plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{
 			Impl: func(broker *plugin.GRPCBroker) toolv1.ToolPluginServer {
-				srv.broker = broker
-				return srv
+				s.broker = broker
+				return s
 			},
 		}),
 		GRPCServer: wire.NewServer,
 		Logger:     logger,
-	})
+	}
+}
+
+func init() { inprocess.Serve = serveInProcess }
+
+// serveInProcess serves p as ServePlugin does, but inside the calling
+// process, for sdktest: go-plugin's test mode, which listens on a unix
+// socket and gives the address to reattach to instead of printing it.
+func serveInProcess(ctx context.Context, p any, logger hclog.Logger) (*plugin.ReattachConfig, <-chan struct{}, error) {
+	srv := newServer(logger, p.(Plugin))
+	cfg := srv.config(hclog.NewNullLogger())
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach}
+	go func() {
+		plugin.Serve(cfg)
+		srv.closeHosts()
+		close(closed)
+	}()
+	select {
+	case rc := <-reattach:
+		return rc, closed, nil
+	case <-closed:
+		return nil, closed, errors.New("the plugin stopped before it served")
+	}
 }
 
 // server is the plugin's end of the tool protocol.
@@ -102,6 +136,7 @@ type server struct {
 
 	mu    sync.Mutex
 	hosts map[uint32]toolv1.HostClient
+	conns []*grpc.ClientConn // of hosts
 }
 
 // servedTool is a tool with the logger its calls write to.
@@ -230,7 +265,20 @@ func (s *server) host(brokerID uint32) (toolv1.HostClient, error) {
 	}
 	c := toolv1.NewHostClient(conn)
 	s.hosts[brokerID] = c
+	s.conns = append(s.conns, conn)
 	return c, nil
+}
+
+// closeHosts closes the connections to the host's Host services. A plugin
+// process has no need to: its end closes them.
+func (s *server) closeHosts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, conn := range s.conns {
+		conn.Close()
+	}
+	s.conns = nil
+	clear(s.hosts)
 }
 
 func toolSpec(t Tool) *toolv1.ToolSpec {

@@ -1,0 +1,19 @@
+// Package inprocess lets package sdktest serve a plugin inside the test's
+// own process, through the very server that sdk.ServePlugin runs in a
+// plugin binary, without that server becoming part of the sdk's API.
+// Package sdk sets Serve when it is initialized.
+package inprocess
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// Serve serves p, an sdk.Plugin, with go-plugin in test mode (over a unix
+// socket, without a handshake on stdout), until ctx ends. The tools' log
+// lines (sdk.Logger) go to logger. It returns the configuration a client
+// reattaches with, and a channel closed once the plugin stopped serving.
+// It panics as sdk.ServePlugin does on a malformed Plugin.
+var Serve func(ctx context.Context, p any, logger hclog.Logger) (*plugin.ReattachConfig, <-chan struct{}, error)
