@@ -6,6 +6,10 @@
 // os.Root, which resolves each component with openat and refuses any
 // symbolic link, "..", or swap between check and use that would leave
 // the root. No string prefix is ever trusted on its own.
+//
+// The sdk's Workspace (sdk.OpenWorkspace) is built on this package, so a
+// third-party tool confines the paths it is given, and words its errors,
+// exactly as the built-in file tools do.
 package workspace
 
 import (
@@ -19,7 +23,7 @@ import (
 	"syscall"
 
 	"github.com/agenthost/agenthost/internal/textsafe"
-	"github.com/agenthost/agenthost/sdk"
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // ErrOutside is wrapped by every error about a path outside the roots.
@@ -86,9 +90,11 @@ func innermost(err error) error {
 	}
 }
 
-// FromContext opens the roots of a call (sdk.Roots).
+// FromContext opens the roots of a call (sdk.Roots, read here from the
+// same context key, since the sdk builds its own helper on this package).
 func FromContext(ctx context.Context) (*Workspace, error) {
-	return Open(sdk.Roots(ctx))
+	roots, _ := ctx.Value(toolcall.RootsKey{}).([]string)
+	return Open(roots)
 }
 
 // Close closes the roots.
