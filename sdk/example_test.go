@@ -58,8 +58,9 @@ func ExamplePermissions_String() {
 	// roots read-only, read ~/.config/greet, write $TMPDIR, network
 }
 
-// A tool built with NewTool can be called in-process too, which is how its
-// tests call it.
+// A tool built with NewTool can be called directly too, checking its
+// arguments as it does in a plugin. (Package sdktest calls it through the
+// host instead, and returns what a model would read.)
 func ExampleNewTool() {
 	out, err := greetTool.Execute(context.Background(), json.RawMessage(`{"name":"Ada","loud":true}`))
 	fmt.Println(out, err)

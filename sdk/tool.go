@@ -12,10 +12,15 @@ import (
 // registered in-process are interchangeable.
 //
 // Execute receives the arguments as a JSON object and returns the text the
-// model reads. An error is a tool failure, which the host hands to the
-// model as "Error executing NAME: MESSAGE"; it is not a protocol error.
-// Execute must honour ctx: it carries the call's deadline and
-// cancellation, across the process boundary when the tool runs in a plugin.
+// model reads. The host has checked the arguments against the schema's
+// parameters before Execute runs (absent ones arrive as {}), unless the
+// tool is one built with [NewTool], which checks them itself. An error is
+// a tool failure, which the host hands to the model as
+// "Error executing NAME: MESSAGE"; it is not a protocol error, and a
+// panic is one too ("panic: VALUE"). Execute must honour ctx: it carries
+// the call's deadline and cancellation, across the process boundary when
+// the tool runs in a plugin; once ctx ends, the model reads the timeout or
+// the cancellation, whatever Execute returns.
 //
 // Most tools are built with [NewTool] rather than by implementing Tool.
 type Tool interface {
@@ -75,13 +80,16 @@ func AnnotationsOf(t Tool) Annotations {
 //	{"type":"function","function":{"name":...,"description":...,"parameters":{...}}}
 type ChatTool struct {
 	// Type is always "function".
-	Type     string   `json:"type"`
+	Type string `json:"type"`
+	// Function describes the tool.
 	Function Function `json:"function"`
 }
 
 // Function is the function part of a [ChatTool].
 type Function struct {
-	Name        string `json:"name"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Description tells the model what the tool does and when to use it.
 	Description string `json:"description"`
 	// Parameters is the JSON Schema of the arguments: an object schema.
 	Parameters json.RawMessage `json:"parameters"`

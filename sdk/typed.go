@@ -35,7 +35,16 @@ type Info struct {
 // left out of "required"; an explicit null for it counts as leaving it
 // out, while a required property must have a value. Arguments are
 // validated against the schema before handler runs, so handler sees only
-// well-formed input; a validation failure is the call's error.
+// well-formed input; a validation failure is the call's error, which the
+// model reads as "Error executing NAME: invalid arguments: ..." naming the
+// argument. The tool checks its arguments itself, wherever it runs, and
+// its plugin tells the host so: the host does not check them again.
+//
+// What handler returns is what the model reads: its result, or its error
+// as "Error executing NAME: MESSAGE". A panic in handler is the error
+// "panic: VALUE". ctx carries the call's deadline and cancellation, the
+// workspace roots ([Roots], [OpenWorkspace]), the agent's state
+// ([HostState]) and the call's [Logger].
 //
 // NewTool panics if info.Name is invalid or In has no JSON Schema: both are
 // programming errors, found the first time the plugin starts.
