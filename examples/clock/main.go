@@ -30,23 +30,25 @@ func currentTime(ctx context.Context, in input) (string, error) {
 	return time.Now().In(loc).Format("Monday 2006-01-02 15:04:05 MST (-07:00)"), nil
 }
 
-func main() {
-	sdk.ServePlugin(sdk.Plugin{
-		Tools: []sdk.Tool{sdk.NewTool(sdk.Info{
-			Name:        "current_time",
-			Description: "Tell the current date and time, in UTC or in a given time zone.",
-			Annotations: sdk.Annotations{ReadOnly: true, OpenWorld: true},
-		}, currentTime)},
-		// The clock needs no file, in the workspace or out of it: the time
-		// zones are compiled in (time/tzdata). A plugin declares what its
-		// tools touch and no more, as in
-		//
-		//	sdk.Permissions{
-		//		Roots:   sdk.RootsRead,                // reads the workspace, writes nothing there
-		//		Read:    []string{"~/.config/mytool"}, // its own settings
-		//		Write:   []string{"$TMPDIR"},          // scratch files
-		//		Network: true,                         // calls a web API
-		//	}
-		Permissions: sdk.Permissions{Roots: sdk.RootsNone},
-	})
+// plugin is what the binary serves, in a variable of its own so that its
+// tests can serve it too (see main_test.go).
+var plugin = sdk.Plugin{
+	Tools: []sdk.Tool{sdk.NewTool(sdk.Info{
+		Name:        "current_time",
+		Description: "Tell the current date and time, in UTC or in a given time zone.",
+		Annotations: sdk.Annotations{ReadOnly: true, OpenWorld: true},
+	}, currentTime)},
+	// The clock needs no file, in the workspace or out of it: the time
+	// zones are compiled in (time/tzdata). A plugin declares what its
+	// tools touch and no more, as in
+	//
+	//	sdk.Permissions{
+	//		Roots:   sdk.RootsRead,                // reads the workspace, writes nothing there
+	//		Read:    []string{"~/.config/mytool"}, // its own settings
+	//		Write:   []string{"$TMPDIR"},          // scratch files
+	//		Network: true,                         // calls a web API
+	//	}
+	Permissions: sdk.Permissions{Roots: sdk.RootsNone},
 }
+
+func main() { sdk.ServePlugin(plugin) }
