@@ -37,7 +37,15 @@ $(MCP_SERVERS)/node_modules/.package-lock.json: $(MCP_SERVERS)/package.json $(MC
 	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund
 	@touch $@
 
-test: $(MCP_SERVERS)/node_modules/.package-lock.json
+# The Node.js example plugin's packages (pinned in
+# examples/node/package-lock.json), which examples/polyglot's tests run.
+NODE_EXAMPLE := examples/node
+
+$(NODE_EXAMPLE)/node_modules/.package-lock.json: $(NODE_EXAMPLE)/package.json $(NODE_EXAMPLE)/package-lock.json
+	cd $(NODE_EXAMPLE) && npm ci --no-audit --no-fund
+	@touch $@
+
+test: $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_modules/.package-lock.json
 	$(GO) vet ./...
 	$(GO) test -race ./...
 
