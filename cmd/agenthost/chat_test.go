@@ -366,39 +366,11 @@ func TestChatCtrlC(t *testing.T) {
 	}
 	var stdout, stderr plugintest.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	exited, waitErr := startChat(t, cmd)
 
-	// seen waits until the output holds want after position from, and
-	// returns the position after it.
 	seen := func(want string, from int) int {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			out := stdout.String()
-			if i := strings.Index(out[min(from, len(out)):], want); i >= 0 {
-				return from + i + len(want)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the output never showed %q after position %d:\n%s\nstderr:\n%s", want, from, out, stderr.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return waitOutput(t, stdout.String, want, from, "stderr:\n"+stderr.String())
 	}
 	interrupt := func() {
 		t.Helper()
@@ -425,8 +397,8 @@ func TestChatCtrlC(t *testing.T) {
 	interrupt()
 	select {
 	case <-exited:
-		if waitErr != nil {
-			t.Errorf("after Ctrl-C at the prompt: %v\nstderr:\n%s", waitErr, stderr.String())
+		if err := waitErr(); err != nil {
+			t.Errorf("after Ctrl-C at the prompt: %v\nstderr:\n%s", err, stderr.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("Ctrl-C at the prompt did not end the session\n%s", stdout.String())
@@ -497,5 +469,48 @@ func TestChatProviderQuirks(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "✗ Error executing write_file: ") {
 		t.Errorf("stdout does not show the failed call:\n%s", r.stdout)
+	}
+}
+
+// startChat starts cmd, a built agenthost; exited closes when it has
+// exited, and waitErr is then what Wait returned. If it is still running
+// when the test ends, it is killed.
+func startChat(t *testing.T, cmd *exec.Cmd) (exited <-chan struct{}, waitErr func() error) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	done := make(chan struct{})
+	go func() {
+		err = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return done, func() error { <-done; return err }
+}
+
+// waitOutput waits until output() holds want after position from, and
+// returns the position after it; context is shown with the output if it
+// never does.
+func waitOutput(t *testing.T, output func() string, want string, from int, context string) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out := output()
+		if i := strings.Index(out[min(from, len(out)):], want); i >= 0 {
+			return from + i + len(want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the output never showed %q after position %d:\n%q\n%s", want, from, out, context)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

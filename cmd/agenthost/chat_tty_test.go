@@ -61,24 +61,8 @@ func TestChatTerminal(t *testing.T) {
 	cmd.Env = agenthostEnv("OPENAI_API_KEY=sk-test", "TERM=xterm")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	exited, waitErr := startChat(t, cmd)
 	tty.Close() // the child holds its own copies
-	var waitErr error
-	exited := make(chan struct{})
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
 
 	var mu sync.Mutex
 	var screen bytes.Buffer
@@ -94,23 +78,13 @@ func TestChatTerminal(t *testing.T) {
 			}
 		}
 	}()
-	// seen waits until the screen holds want after position from, and
-	// returns the position after it.
 	seen := func(want string, from int) int {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		return waitOutput(t, func() string {
 			mu.Lock()
-			out := screen.String()
-			mu.Unlock()
-			if i := strings.Index(out[min(from, len(out)):], want); i >= 0 {
-				return from + i + len(want)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %q after position %d:\n%q", want, from, out)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return screen.String()
+		}, want, from, "")
 	}
 	typeKeys := func(keys string) {
 		t.Helper()
@@ -138,8 +112,8 @@ func TestChatTerminal(t *testing.T) {
 	typeKeys("\x04") // Ctrl-D
 	select {
 	case <-exited:
-		if waitErr != nil {
-			t.Errorf("chat ended with %v", waitErr)
+		if err := waitErr(); err != nil {
+			t.Errorf("chat ended with %v", err)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Ctrl-D at the prompt did not end the session")
