@@ -20,8 +20,13 @@ import (
 
 // drainGrace is how long a plugin's output is still read after its
 // process has exited: what it wrote last arrives, and a grandchild that
-// holds the pipes open cannot hold up the host beyond it.
-const drainGrace = 200 * time.Millisecond
+// holds the pipes open cannot hold up the host beyond it. Output that the
+// pipes already hold by then is read all the same, for up to drainMax:
+// it is the plugin's last words, which a busy host may not have got to.
+const (
+	drainGrace = 200 * time.Millisecond
+	drainMax   = time.Second
+)
 
 // groupRunner starts a plugin binary the way the host needs it:
 //   - with no stdin, and its stdout read only by go-plugin's handshake, so
@@ -174,12 +179,31 @@ func (r *groupRunner) Start(context.Context) error {
 		select {
 		case <-drained:
 		case <-time.After(drainGrace):
+			r.drainUnread(drained)
 			r.logger.Debug("plugin output still open after it exited; closing it", "path", r.path, "pid", r.pid)
 		}
 		r.closePipes()
 		close(r.finished)
 	}()
 	return nil
+}
+
+// drainUnread waits, up to drainMax, until the process's pipes hold no
+// output that has not been read, or reach their end (drained).
+func (r *groupRunner) drainUnread(drained <-chan struct{}) {
+	limit := time.NewTimer(drainMax)
+	defer limit.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for unread(r.osOut) || unread(r.osErr) {
+		select {
+		case <-drained:
+			return
+		case <-limit.C:
+			return
+		case <-poll.C:
+		}
+	}
 }
 
 // copyOut feeds go-plugin's end from the process's pipe until either ends,

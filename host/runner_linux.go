@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,4 +25,16 @@ func waitExited(pid int) bool {
 			return err == nil
 		}
 	}
+}
+
+// unread reports whether the pipe f holds bytes that have not been read
+// (TIOCINQ is FIONREAD).
+func unread(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return n > 0
 }

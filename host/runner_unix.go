@@ -2,7 +2,10 @@
 
 package host
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 func pluginSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
@@ -11,3 +14,6 @@ func pluginSysProcAttr() *syscall.SysProcAttr {
 // waitExited cannot wait without reaping here: the group is not
 // signalled at exit.
 func waitExited(int) bool { return false }
+
+// unread cannot tell here: a pipe's unread output is given drainGrace only.
+func unread(*os.File) bool { return false }
