@@ -179,8 +179,9 @@ func (r *groupRunner) Start(context.Context) error {
 		select {
 		case <-drained:
 		case <-time.After(drainGrace):
-			r.drainUnread(drained)
-			r.logger.Debug("plugin output still open after it exited; closing it", "path", r.path, "pid", r.pid)
+			if !r.drainUnread(drained) {
+				r.logger.Debug("plugin output still open after it exited; closing it", "path", r.path, "pid", r.pid)
+			}
 		}
 		r.closePipes()
 		close(r.finished)
@@ -189,8 +190,9 @@ func (r *groupRunner) Start(context.Context) error {
 }
 
 // drainUnread waits, up to drainMax, until the process's pipes hold no
-// output that has not been read, or reach their end (drained).
-func (r *groupRunner) drainUnread(drained <-chan struct{}) {
+// output that has not been read, and reports whether they reached their
+// end (drained) meanwhile.
+func (r *groupRunner) drainUnread(drained <-chan struct{}) bool {
 	limit := time.NewTimer(drainMax)
 	defer limit.Stop()
 	poll := time.NewTicker(10 * time.Millisecond)
@@ -198,11 +200,17 @@ func (r *groupRunner) drainUnread(drained <-chan struct{}) {
 	for unread(r.osOut) || unread(r.osErr) {
 		select {
 		case <-drained:
-			return
+			return true
 		case <-limit.C:
-			return
+			return false
 		case <-poll.C:
 		}
+	}
+	select {
+	case <-drained:
+		return true
+	default:
+		return false
 	}
 }
 
