@@ -38,7 +38,7 @@ var editFile = checked(sdk.NewTool(sdk.Info{
 	if in.OldString == in.NewString {
 		return "", errors.New("old_string and new_string are the same: there is nothing to change")
 	}
-	given, p, err := resolve(w, in.Path, true)
+	given, p, err := w.ResolveFollow(in.Path, true)
 	if err != nil {
 		return "", err
 	}
@@ -74,7 +74,7 @@ var editFile = checked(sdk.NewTool(sdk.Info{
 	after, spans := replaceAt(before, oldS, newS, at)
 	res, err := atomicfile.WriteFile(ctx, p.Root, p.Rel, []byte(after), atomicfile.Options{Base: lk})
 	if err != nil {
-		return "", writeErr(p, err)
+		return "", workspace.WriteErr(p, err)
 	}
 	noun := "replacement"
 	if len(at) > 1 {
@@ -89,10 +89,10 @@ var editFile = checked(sdk.NewTool(sdk.Info{
 func lockRegular(ctx context.Context, p workspace.Path) (*atomicfile.Locked, error) {
 	lk, err := atomicfile.Lock(ctx, p.Root, p.Rel)
 	if errors.Is(err, fs.ErrNotExist) && !workspace.IsEscape(err) {
-		return nil, fmt.Errorf("file not found: %s", textsafe.Name(p.Arg))
+		return nil, workspace.NotFoundError(p.Arg)
 	}
 	if err != nil {
-		return nil, writeErr(p, err)
+		return nil, workspace.WriteErr(p, err)
 	}
 	info, err := lk.Info()
 	if err != nil {
@@ -105,7 +105,7 @@ func lockRegular(ctx context.Context, p workspace.Path) (*atomicfile.Locked, err
 		return nil, fmt.Errorf("%s is a directory, not a file", textsafe.Name(p.Arg))
 	case !info.Mode().IsRegular():
 		lk.Unlock()
-		return nil, fmt.Errorf("%s is a %s, not a regular file", textsafe.Name(p.Arg), kindOf(info.Mode()))
+		return nil, fmt.Errorf("%s is a %s, not a regular file", textsafe.Name(p.Arg), workspace.Kind(info.Mode()))
 	}
 	return lk, nil
 }

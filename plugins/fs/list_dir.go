@@ -56,7 +56,7 @@ var listDir = checked(sdk.NewTool(sdk.Info{
 	if arg == "" {
 		arg = "."
 	}
-	given, p, err := resolve(w, arg, true)
+	given, p, err := w.ResolveFollow(arg, true)
 	if err != nil {
 		return "", err
 	}
@@ -155,7 +155,7 @@ func (l *lister) list(rel string, level int) error {
 				out.WriteString(")")
 			default:
 				out.WriteString(" [")
-				out.WriteString(kindOf(e.mode))
+				out.WriteString(workspace.Kind(e.mode))
 				out.WriteString("]")
 			}
 			out.WriteString("\n")
@@ -271,20 +271,4 @@ func (l *lister) at(rel string) workspace.Path {
 		q.Arg = filepath.Join(l.p.Arg, sub)
 	}
 	return q
-}
-
-// kindOf names a file type that is neither a regular file, a directory
-// nor a symbolic link.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }

@@ -21,7 +21,7 @@ var mkdir = checked(sdk.NewTool(sdk.Info{
 	Description: "Create a directory and any missing parents, like mkdir -p. A directory that already exists is not an error.",
 	Annotations: sdk.Annotations{Idempotent: true},
 }, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in mkdirInput) (string, error) {
-	given, p, err := resolve(w, in.Path, true)
+	given, p, err := w.ResolveFollow(in.Path, true)
 	if err != nil {
 		return "", err
 	}

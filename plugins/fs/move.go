@@ -28,11 +28,11 @@ var move = checked(sdk.NewTool(sdk.Info{
 		"An existing destination is never replaced unless overwrite is true. Moves across file systems copy and then remove the source; a move that fails or times out leaves the source as it was.",
 	Annotations: sdk.Annotations{Destructive: true},
 }, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in moveInput) (string, error) {
-	givenSrc, src, err := resolve(w, in.Source, false)
+	givenSrc, src, err := w.ResolveFollow(in.Source, false)
 	if err != nil {
 		return "", err
 	}
-	givenDst, dst, err := resolve(w, in.Destination, false)
+	givenDst, dst, err := w.ResolveFollow(in.Destination, false)
 	if err != nil {
 		return "", err
 	}
@@ -232,7 +232,7 @@ func copyTree(ctx context.Context, sr *os.Root, srel string, dr *os.Root, drel s
 	case mode.IsRegular():
 		return copyFile(ctx, sr, srel, dr, drel, info)
 	}
-	return fmt.Errorf("cannot copy %s: it is a %s", textsafe.Name(srel), kindOf(mode))
+	return fmt.Errorf("cannot copy %s: it is a %s", textsafe.Name(srel), workspace.Kind(mode))
 }
 
 // copyFile copies a regular file's content, mode, owner (where it may)

@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/internal/textsafe"
@@ -59,11 +57,11 @@ var readFile = checked(sdk.NewTool(sdk.Info{
 	if encoding == "base64" && (in.Offset != 0 || in.Limit != 0 || in.LineNumbers) {
 		return "", errors.New("offset, limit and line_numbers apply to utf-8 text; read the whole file with base64")
 	}
-	_, p, err := resolve(w, in.Path, true)
+	_, p, err := w.ResolveFollow(in.Path, true)
 	if err != nil {
 		return "", err
 	}
-	f, size, err := openRegular(p)
+	f, size, err := workspace.OpenRegular(p)
 	if err != nil {
 		return "", err
 	}
@@ -92,34 +90,6 @@ func normalizeEncoding(e string) (string, error) {
 		return "base64", nil
 	}
 	return "", fmt.Errorf("unsupported encoding %q: use \"utf-8\" or \"base64\"", e)
-}
-
-// openRegular opens a resolved path for reading through its root, with
-// errors that say plainly what is wrong. It opens without blocking, so a
-// FIFO swapped in cannot hang the call, and refuses anything but a
-// regular file.
-func openRegular(p workspace.Path) (*os.File, int64, error) {
-	f, err := p.Root.OpenFile(p.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) && !workspace.IsEscape(err) {
-		return nil, 0, fmt.Errorf("file not found: %s", textsafe.Name(p.Arg))
-	}
-	if err != nil {
-		return nil, 0, pathErr(p, err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, pathErr(p, err)
-	}
-	switch {
-	case info.IsDir():
-		f.Close()
-		return nil, 0, fmt.Errorf("%s is a directory, not a file", textsafe.Name(p.Arg))
-	case !info.Mode().IsRegular():
-		f.Close()
-		return nil, 0, fmt.Errorf("%s is a %s, not a regular file", textsafe.Name(p.Arg), kindOf(info.Mode()))
-	}
-	return f, info.Size(), nil
 }
 
 // readText returns the lines of f that in selects, with no more than

@@ -21,7 +21,7 @@ var remove = checked(sdk.NewTool(sdk.Info{
 		"A symbolic link is removed itself, never what it points to. A workspace root cannot be removed.",
 	Annotations: sdk.Annotations{Destructive: true, OptIn: true},
 }, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in removeInput) (string, error) {
-	given, p, err := resolve(w, in.Path, false)
+	given, p, err := w.ResolveFollow(in.Path, false)
 	if err != nil {
 		return "", err
 	}

@@ -38,13 +38,13 @@ var writeFile = checked(sdk.NewTool(sdk.Info{
 	if err := notDirName(in.Path); err != nil {
 		return "", err
 	}
-	given, p, err := resolve(w, in.Path, true)
+	given, p, err := w.ResolveFollow(in.Path, true)
 	if err != nil {
 		return "", err
 	}
 	res, err := atomicfile.WriteFile(ctx, p.Root, p.Rel, data, atomicfile.Options{Perm: 0o644})
 	if err != nil {
-		return "", writeErr(p, err)
+		return "", workspace.WriteErr(p, err)
 	}
 	return fmt.Sprintf("Wrote %d bytes to %s%s", len(data), textsafe.Name(given.Display()), linksNote(res)), nil
 })))
