@@ -26,56 +26,7 @@ type anthropicReply struct {
 	status int               // 0: 200
 	header map[string]string // extra response headers
 	file   string            // fixture under testdata/anthropic
-	way    anthropicWay      // how the body is written
-}
-
-// anthropicWay is a way the replay server writes a body. A client must
-// read every fixture the same whichever way it comes.
-type anthropicWay int
-
-const (
-	anthropicAsIs    anthropicWay = iota
-	anthropicChunked              // in 7-byte writes, each flushed
-	anthropicCRLF                 // with "\r\n" line ends
-)
-
-func (w anthropicWay) String() string {
-	switch w {
-	case anthropicChunked:
-		return "7-byte chunks"
-	case anthropicCRLF:
-		return "CRLF"
-	}
-	return "as is"
-}
-
-func (w anthropicWay) write(rw http.ResponseWriter, body []byte) {
-	switch w {
-	case anthropicChunked:
-		for len(body) > 0 {
-			n := min(7, len(body))
-			rw.Write(body[:n])
-			rw.(http.Flusher).Flush()
-			body = body[n:]
-		}
-	case anthropicCRLF:
-		rw.Write(bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n")))
-	default:
-		rw.Write(body)
-	}
-}
-
-// anthropicEachWay runs f, in parallel subtests, once for each way of
-// writing the fixtures: as is, in 7-byte flushed writes, and with CRLF
-// line ends.
-func anthropicEachWay(t *testing.T, f func(t *testing.T, way anthropicWay)) {
-	t.Helper()
-	for _, way := range []anthropicWay{anthropicAsIs, anthropicChunked, anthropicCRLF} {
-		t.Run(way.String(), func(t *testing.T) {
-			t.Parallel()
-			f(t, way)
-		})
-	}
+	way    replayWay         // how the body is written
 }
 
 // anthropicReplay is an httptest server that answers requests with
@@ -464,7 +415,7 @@ func TestAnthropicStream(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: tc.file, way: way})
 				var deltas []Delta
 				resp, err := r.client(anthropicTestKey).Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
@@ -488,7 +439,7 @@ func TestAnthropicStream(t *testing.T) {
 // ends the stream, unretried, as an *InterruptedError holding the text.
 func TestAnthropicStreamErrorEvent(t *testing.T) {
 	t.Parallel()
-	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+	eachReplayWay(t, func(t *testing.T, way replayWay) {
 		r := newAnthropicReplay(t, anthropicReply{file: "error_midstream.sse", way: way})
 		var text strings.Builder
 		resp, err := r.client(anthropicTestKey).Stream(t.Context(), anthropicSimpleRequest(), func(d Delta) error {
@@ -866,7 +817,7 @@ func TestAnthropicToolCallCutOff(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: tc.file, way: way})
 				stream := strings.HasSuffix(tc.file, ".sse")
 				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), stream)
@@ -886,7 +837,7 @@ func TestAnthropicToolCallCutOff(t *testing.T) {
 // stream are an error, not one answer mixing both.
 func TestAnthropicStreamSecondMessageStart(t *testing.T) {
 	t.Parallel()
-	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+	eachReplayWay(t, func(t *testing.T, way replayWay) {
 		r := newAnthropicReplay(t, anthropicReply{file: "second_message_start.sse", way: way})
 		resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
 		if resp != nil {
@@ -915,7 +866,7 @@ func TestAnthropicStreamSecondMessageStart(t *testing.T) {
 // stream goes on.
 func TestAnthropicStreamSkipsEventNotJSON(t *testing.T) {
 	t.Parallel()
-	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+	eachReplayWay(t, func(t *testing.T, way replayWay) {
 		r := newAnthropicReplay(t, anthropicReply{file: "event_not_json.sse", way: way})
 		resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
 		if err != nil {
@@ -971,7 +922,7 @@ func TestAnthropicStreamErrorEventRetried(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				replies := slices.Clone(tc.replies)
 				for i := range replies {
 					replies[i].way = way
@@ -1003,7 +954,7 @@ func TestAnthropicStreamErrorEventRetried(t *testing.T) {
 // that retrying cannot mend is returned at once.
 func TestAnthropicStreamErrorEventNotRetryable(t *testing.T) {
 	t.Parallel()
-	anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+	eachReplayWay(t, func(t *testing.T, way replayWay) {
 		r := newAnthropicReplay(t, anthropicReply{file: "error_invalid_request.sse", way: way}, anthropicReply{file: "text.sse"})
 		_, _, err := anthropicAsk(t, r.client(anthropicTestKey), true)
 		var apiErr *APIError
@@ -1148,7 +1099,7 @@ func TestAnthropicServerToolText(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: tc.file, way: way})
 				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), tc.deltas != nil)
 				if err != nil {
@@ -1170,7 +1121,7 @@ func TestAnthropicDuplicateToolIDs(t *testing.T) {
 	for _, file := range []string{"duplicate_ids.json", "duplicate_ids.sse"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
 				resp, _, err := anthropicAsk(t, r.client(anthropicTestKey), strings.HasSuffix(file, ".sse"))
 				if err != nil {
@@ -1209,7 +1160,7 @@ func TestAnthropicCacheUsage(t *testing.T) {
 	for _, file := range []string{"cache_usage.json", "cache_usage.sse", "cache_usage_output_only.sse"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
 				resp, _, err := anthropicAsk(t, r.client(anthropicTestKey), strings.HasSuffix(file, ".sse"))
 				if err != nil {
@@ -1260,7 +1211,7 @@ func TestAnthropicStreamJSONAnswer(t *testing.T) {
 	for file, tc := range tests {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
 				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), true)
 				if err != nil {
@@ -1289,7 +1240,7 @@ func TestAnthropicRefusal(t *testing.T) {
 	for file, content := range tests {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
-			anthropicEachWay(t, func(t *testing.T, way anthropicWay) {
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
 				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
 				stream := strings.HasSuffix(file, ".sse")
 				resp, deltas, err := anthropicAsk(t, r.client(anthropicTestKey), stream)

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,49 +25,6 @@ type openaiStep struct {
 	headers map[string]string // extra response headers
 }
 
-// openaiWrite is how a replay server writes a fixture's body.
-type openaiWrite int
-
-const (
-	openaiAsIs    openaiWrite = iota
-	openaiChunked             // in 7-byte writes, each flushed
-	openaiCRLF                // with every \n written as \r\n
-)
-
-func (w openaiWrite) String() string {
-	return [...]string{"as is", "7-byte writes", "CRLF"}[w]
-}
-
-// openaiEachWrite runs f as parallel subtests, once for each way of
-// writing a body: a stream must read the same whole, in small pieces
-// flushed one by one, and with CRLF line ends.
-func openaiEachWrite(t *testing.T, f func(t *testing.T, how openaiWrite)) {
-	t.Helper()
-	for _, how := range []openaiWrite{openaiAsIs, openaiChunked, openaiCRLF} {
-		t.Run(how.String(), func(t *testing.T) {
-			t.Parallel()
-			f(t, how)
-		})
-	}
-}
-
-// openaiWriteBody writes data to w the way how says.
-func openaiWriteBody(w http.ResponseWriter, data []byte, how openaiWrite) {
-	switch how {
-	case openaiChunked:
-		for len(data) > 0 {
-			n := min(7, len(data))
-			w.Write(data[:n])
-			w.(http.Flusher).Flush()
-			data = data[n:]
-		}
-		return
-	case openaiCRLF:
-		data = bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))
-	}
-	w.Write(data)
-}
-
 // openaiRequestLog is what a replay server received.
 type openaiRequestLog struct {
 	mu   sync.Mutex
@@ -90,12 +46,12 @@ func (l *openaiRequestLog) all() []*openaiSeen {
 // openaiReplay serves steps in order, one per request.
 func openaiReplay(t *testing.T, steps ...openaiStep) (*httptest.Server, *openaiRequestLog) {
 	t.Helper()
-	return openaiReplayAs(t, openaiAsIs, steps...)
+	return openaiReplayAs(t, replayAsIs, steps...)
 }
 
 // openaiReplayAs serves steps in order, one per request, writing the
-// bodies the way how says.
-func openaiReplayAs(t *testing.T, how openaiWrite, steps ...openaiStep) (*httptest.Server, *openaiRequestLog) {
+// bodies as way says (see replayWay).
+func openaiReplayAs(t *testing.T, way replayWay, steps ...openaiStep) (*httptest.Server, *openaiRequestLog) {
 	t.Helper()
 	log := &openaiRequestLog{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +78,7 @@ func openaiReplayAs(t *testing.T, how openaiWrite, steps ...openaiStep) (*httpte
 		if st.status != 0 {
 			w.WriteHeader(st.status)
 		}
-		openaiWriteBody(w, data, how)
+		way.write(w, data)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, log
@@ -491,8 +447,8 @@ func TestOpenAIStream(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
-				srv, log := openaiReplayAs(t, how, openaiStep{file: tc.file})
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
+				srv, log := openaiReplayAs(t, way, openaiStep{file: tc.file})
 				var deltas []Delta
 				got, err := openaiTestClient(srv.URL, "sk-test").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
 					deltas = append(deltas, d)
@@ -623,8 +579,8 @@ func TestOpenAIRequestMapping(t *testing.T) {
 // numeric code is its status, in an *InterruptedError.
 func TestOpenAIStreamErrorMidStream(t *testing.T) {
 	t.Parallel()
-	openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
-		srv, log := openaiReplayAs(t, how, openaiStep{file: "stream_error.sse"})
+	eachReplayWay(t, func(t *testing.T, way replayWay) {
+		srv, log := openaiReplayAs(t, way, openaiStep{file: "stream_error.sse"})
 		c := NewOpenAI(OpenAIConfig{Name: "openrouter", BaseURL: srv.URL, APIKey: "sk-or-test",
 			Retry: RetryPolicy{BaseDelay: time.Millisecond}})
 		var text strings.Builder
@@ -719,8 +675,8 @@ func TestOpenAIStreamErrorRetries(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
-				srv, log := openaiReplayAs(t, how, tc.steps...)
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
+				srv, log := openaiReplayAs(t, way, tc.steps...)
 				var deltas []Delta
 				got, err := openaiTestClient(srv.URL, "sk-test").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
 					deltas = append(deltas, d)
@@ -884,8 +840,8 @@ func TestOpenAIToolCallWithoutName(t *testing.T) {
 	})
 	t.Run("Stream", func(t *testing.T) {
 		t.Parallel()
-		openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
-			srv, log := openaiReplayAs(t, how, openaiStep{file: "stream_tool_no_name.sse"})
+		eachReplayWay(t, func(t *testing.T, way replayWay) {
+			srv, log := openaiReplayAs(t, way, openaiStep{file: "stream_tool_no_name.sse"})
 			got, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), nil)
 			if err == nil || err.Error() != want {
 				t.Errorf("got %+v, err %v; want the error %q", got, err, want)
@@ -1043,8 +999,8 @@ func TestOpenAIStreamCancel(t *testing.T) {
 
 func TestOpenAIStreamCallbackError(t *testing.T) {
 	t.Parallel()
-	openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
-		srv, log := openaiReplayAs(t, how, openaiStep{file: "stream_text.sse"})
+	eachReplayWay(t, func(t *testing.T, way replayWay) {
+		srv, log := openaiReplayAs(t, way, openaiStep{file: "stream_text.sse"})
 		stop := errors.New("stop")
 		n := 0
 		_, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), func(Delta) error {
@@ -1269,8 +1225,8 @@ func TestOpenAIStreamIgnoredByServer(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			openaiEachWrite(t, func(t *testing.T, how openaiWrite) {
-				srv, _ := openaiReplayAs(t, how, openaiStep{file: tc.file})
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
+				srv, _ := openaiReplayAs(t, way, openaiStep{file: tc.file})
 				var deltas []Delta
 				got, err := openaiTestClient(srv.URL, "").Stream(t.Context(), openaiSimpleRequest(), func(d Delta) error {
 					deltas = append(deltas, d)
