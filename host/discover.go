@@ -166,7 +166,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 
 	reports := make([]PluginReport, len(paths))
 	for i, proc := range procs {
-		reports[i] = r.adopt(proc, descs[i], errs[i])
+		reports[i], _ = r.adopt(proc, descs[i], errs[i])
 		reports[i].Cached = cached[i]
 		reports[i].Launched = launched[i]
 	}
@@ -224,9 +224,17 @@ func (r *ToolRegistry) ResetPlugin(name string) error {
 	return nil
 }
 
-// adopt registers the tools of a described plugin, or reports why not.
-func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) PluginReport {
-	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
+// refusal is one of a source's tools that the registry refused: its name,
+// as the source gives it, and why.
+type refusal struct {
+	tool   string
+	reason error
+}
+
+// adopt registers the tools of a described plugin, or reports why not,
+// and returns the tools it refused.
+func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) (PluginReport, []refusal) {
+	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path) && !proc.attached, Sandbox: SandboxReport{Mode: r.sandbox.mode}}
 	if proc.server != nil {
 		rep.MCP, rep.Remote = proc.server.Name, proc.server.transport() != "stdio"
 	}
@@ -243,7 +251,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 		proc.close()
 		rep.Err = err
 		r.logger.Warn("skipping "+proc.kind(), "path", proc.path, "reason", err)
-		return rep
+		return rep, nil
 	}
 	if desc.GetPluginName() != "" {
 		rep.Name = toolcall.Bound(desc.GetPluginName(), maxPluginLabel)
@@ -251,7 +259,13 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	rep.Version = toolcall.Bound(desc.GetPluginVersion(), maxPluginLabel)
 	rep.ProtocolMinor = desc.GetProtocolMinor()
 	proc.declared(asked)
-	rep.Sandbox = r.sandbox.report(proc.path, asked, proc.grant)
+	if proc.attached {
+		rep.Sandbox = SandboxReport{Asked: asked, Mode: r.sandbox.mode,
+			NotEnforced: []string{"the plugin was attached (AttachPlugin): the host did not start it"}}
+	} else {
+		rep.Sandbox = r.sandbox.report(proc.path, asked, proc.grant)
+	}
+	var refused []refusal
 	for _, spec := range desc.GetTools() {
 		tool, err := r.pluginTool(proc, spec)
 		if err == nil {
@@ -263,6 +277,11 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 		if err != nil {
 			rep.Refused = append(rep.Refused, err.Error())
 			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.GetName(), "reason", err)
+			reason := err
+			if lim, ok := errors.AsType[*limitError](err); ok {
+				reason = lim.reason
+			}
+			refused = append(refused, refusal{tool: textsafe.Name(spec.GetName()), reason: reason})
 			continue
 		}
 		rep.Tools = append(rep.Tools, tool.Name())
@@ -271,12 +290,12 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 		proc.close()
 		rep.Err = errors.New("it serves no tool that could be registered")
 		r.logger.Warn("skipping "+proc.kind(), "path", proc.path, "reason", rep.Err)
-		return rep
+		return rep, refused
 	}
 	r.mu.Lock()
 	r.plugins = append(r.plugins, proc)
 	r.mu.Unlock()
-	return rep
+	return rep, refused
 }
 
 // Limits on what a plugin may declare. Each tool's schema and description
@@ -314,10 +333,10 @@ func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*plu
 		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
 	}
 	if n := len(spec.GetParametersSchema()); n > MaxSchemaSize {
-		return nil, fmt.Errorf("%w: %s: its parameters schema is %d bytes, more than the %d allowed", ErrInvalidTool, name, n, MaxSchemaSize)
+		return nil, &limitError{name, fmt.Errorf("its parameters schema is %d bytes, more than the %d allowed", n, MaxSchemaSize)}
 	}
 	if n := len(spec.GetDescription()); n > MaxDescriptionSize {
-		return nil, fmt.Errorf("%w: %s: its description is %d bytes, more than the %d allowed", ErrInvalidTool, name, n, MaxDescriptionSize)
+		return nil, &limitError{name, fmt.Errorf("its description is %d bytes, more than the %d allowed", n, MaxDescriptionSize)}
 	}
 	t := newPluginTool(proc, name, spec)
 	t.resolved = proc.resolved[spec.GetName()]
@@ -330,6 +349,19 @@ func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*plu
 	}
 	return t, nil
 }
+
+// limitError is a tool refused for a declaration over one of the
+// limits: reason says which, without the tool's name.
+type limitError struct {
+	tool   string
+	reason error
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%v: %s: %v", ErrInvalidTool, e.tool, e.reason)
+}
+
+func (e *limitError) Unwrap() error { return ErrInvalidTool }
 
 // duplicateError explains why proc may not register a tool whose name is
 // taken, naming whoever holds it.

@@ -90,7 +90,7 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 
 	reports := make([]PluginReport, len(servers))
 	for i, proc := range procs {
-		reports[i] = r.adopt(proc, descs[i], errs[i])
+		reports[i], _ = r.adopt(proc, descs[i], errs[i])
 		reports[i].Cached = cached[i]
 		reports[i].Launched = launched[i]
 		if reports[i].Err == nil {

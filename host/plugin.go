@@ -189,9 +189,13 @@ func (p *toolSource) callError(ctx context.Context, inst *instance, err error) e
 	// The plugin's end of the call keeps the same deadline, and may see it
 	// pass a moment before this end does: then the deadline is the cause.
 	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && st.Code() != codes.Unavailable && time.Until(dl) < time.Second {
+		var exited <-chan struct{} // never, for an attached plugin
+		if inst.runner != nil {
+			exited = inst.runner.done
+		}
 		select {
 		case <-ctx.Done():
-		case <-inst.runner.done:
+		case <-exited:
 		case <-time.After(time.Until(dl) + 50*time.Millisecond):
 		}
 	}

@@ -92,8 +92,11 @@ func (p *toolSource) kind() string {
 
 // launch starts a new instance of the source.
 func (p *toolSource) launch() (*instance, error) {
-	if p.server != nil {
+	switch {
+	case p.server != nil:
 		return p.launchMCP()
+	case p.attached:
+		return p.attach()
 	}
 	return p.launchPlugin()
 }
@@ -126,6 +129,10 @@ type toolSource struct {
 	// binary. grant is what its configuration grants it.
 	server *MCPServer
 	grant  Grant
+	// attached: the plugin was running already, and the host connects to
+	// it (AttachPlugin) through reattach, once, instead of starting it.
+	attached bool
+	reattach atomic.Pointer[plugin.ReattachConfig]
 	// toolsChanged, once set (after the source's tools are registered),
 	// is called when an MCP server says its list of tools changed; one
 	// call at a time (refreshMu). cacheID is its key in the description
@@ -170,12 +177,14 @@ type startAttempt struct {
 type instance struct {
 	// A plugin's: its go-plugin client and connection, and the gRPC
 	// connection under them. An MCP server's: its session. runner is the
-	// process, when there is one.
-	client *plugin.Client
-	conn   *wire.Client
-	grpc   *grpc.ClientConn
-	mcp    *mcpsource.Session
-	runner *groupRunner
+	// process, when there is one. attached: the plugin's process is not
+	// the host's (AttachPlugin).
+	client   *plugin.Client
+	conn     *wire.Client
+	grpc     *grpc.ClientConn
+	mcp      *mcpsource.Session
+	runner   *groupRunner
+	attached bool
 
 	inflight atomic.Int64 // calls using the instance; changed up under toolSource.mu
 	lastUse  atomic.Int64 // unix nanoseconds when the last call ended
@@ -210,7 +219,8 @@ func (p *toolSource) declared(asked sdk.Permissions) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.perms = perms
-	if inst := p.inst; inst != nil && !samePermissions(inst.perms, perms) {
+	// An attached plugin runs in no sandbox of the host's.
+	if inst := p.inst; inst != nil && !p.attached && !samePermissions(inst.perms, perms) {
 		p.logger.Debug("restarting the plugin in the sandbox its description asks for", "permissions", perms.String())
 		p.dropLocked(inst, "")
 	}
@@ -580,6 +590,10 @@ func (inst *instance) stop(force bool) {
 	go func() {
 		defer close(done)
 		switch {
+		case inst.attached:
+			// Disconnected. The plugin is not the host's to stop.
+			inst.conn.Broker.Close()
+			inst.grpc.Close()
 		case inst.client != nil:
 			if graceful {
 				inst.shutdown()

@@ -35,13 +35,14 @@
 //
 // [New] serves the plugin inside the test's process, through the server
 // that [sdk.ServePlugin] runs in a plugin binary, over go-plugin's gRPC
-// connection and broker on a unix socket: the tool protocol is the real
-// one, and [sdk.HostState] is a call back to the host as in a plugin. What
-// only a separate process has is missing: a sandbox, a scrubbed
-// environment, a process that a crash or os.Exit ends on its own. [Binary]
-// has those: it loads a built plugin binary as the host does, in a fresh
-// plugins directory, and runs it in the host's sandbox with the
-// permissions it declares; [Build] builds one.
+// connection and broker on a unix socket, to which the host attaches
+// ([host.ToolRegistry.AttachPlugin]): the tool protocol is the real one,
+// spoken by the host's own client, and [sdk.HostState] is a call back to
+// the host as in a plugin. What only a separate process has is missing: a
+// sandbox, a scrubbed environment, a process that a crash or os.Exit ends
+// on its own. [Binary] has those: it loads a built plugin binary as the
+// host does, in a fresh plugins directory, and runs it in the host's
+// sandbox with the permissions it declares; [Build] builds one.
 package sdktest
 
 import (
@@ -131,13 +132,13 @@ func Start(p sdk.Plugin, opts Options) (h *Host, err error) {
 		}
 	}()
 	h = newHost(opts, nil)
-	c, err := serve(p, h.reg, h.log.ResetNamed("plugin"))
+	stop, err := serve(p, h.reg, h.log.ResetNamed("plugin"))
 	if err != nil {
 		return nil, err
 	}
 	h.close = func() {
 		h.reg.Close()
-		c.close()
+		stop()
 	}
 	return h, nil
 }
@@ -222,8 +223,7 @@ func (h *Host) CallContext(ctx context.Context, name, args string) string {
 // Tools describes the plugin's tools as the host lists them, in the
 // plugin's order. An opt-in tool (sdk.Annotations.OptIn) is there
 // disabled, as in the host: Registry().Enable enables it. Their Plugin is
-// the binary's name for Binary, and empty for New, as for tools
-// registered in-process.
+// the binary's name for Binary, and the test binary's for New.
 func (h *Host) Tools() []host.ToolInfo { return h.reg.Tools() }
 
 // Roots returns the workspace roots of the calls, absolute.
