@@ -58,10 +58,16 @@ func (b *openedBinary) check(lock *Lock, allowInsecure bool) error {
 			return err
 		}
 	}
-	var magic [2]byte
-	n, _ := b.file.ReadAt(magic[:], 0)
-	b.script = n == 2 && string(magic[:]) == "#!"
+	b.script = isScript(b.file)
 	return nil
+}
+
+// isScript reports whether the file f starts with "#!": a script, which
+// the kernel runs with the interpreter that line names.
+func isScript(f io.ReaderAt) bool {
+	var magic [2]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	return n == len(magic) && string(magic[:]) == "#!"
 }
 
 func (b *openedBinary) close() {

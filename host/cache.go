@@ -199,10 +199,9 @@ func pluginDeps(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var magic [2]byte
-	n, _ := f.ReadAt(magic[:], 0)
+	script := isScript(f)
 	f.Close()
-	if n < len(magic) || string(magic[:]) != "#!" {
+	if !script {
 		return "", nil
 	}
 	real, err := depsList(path)

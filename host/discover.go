@@ -71,6 +71,13 @@ type PluginReport struct {
 // description is cached only when it lists what it depends on (see
 // pluginDeps).
 //
+// A script is also granted, from its first start on, read access to the
+// directory its file is in once symlinks are resolved (or to the
+// outermost node_modules directory above it), where its interpreter finds
+// what the script loads; not when that directory is, or holds, the home
+// directory or the temporary directory. A binary gets nothing of the
+// kind. The plugin's report (Sandbox.Granted) shows it.
+//
 // A binary that fails to start, exits, misses the handshake deadline or
 // speaks another protocol version is skipped with a warning in the log
 // naming the file and the reason; a tool that cannot be registered (its
@@ -109,7 +116,8 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 		procs[i] = newToolSource(path, r.logger, r.startTimeout, r.idleTimeout)
 		procs[i].lock, procs[i].pluginEnv, procs[i].allowInsecure = lock, r.pluginEnv, r.allowInsecure
 		procs[i].sandbox = r.sandbox
-		procs[i].perms = r.sandbox.granted(path, sdk.Permissions{}, Grant{})
+		procs[i].grant = scriptGrant(path)
+		procs[i].perms = r.sandbox.granted(path, sdk.Permissions{}, procs[i].grant)
 		if errs[i] = r.trusted(trust, shared, path); errs[i] != nil {
 			continue
 		}

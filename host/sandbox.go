@@ -54,7 +54,8 @@ func ParseSandboxMode(s string) (SandboxMode, error) {
 // Grant is what the user allows one plugin beyond its defaults. A
 // third-party plugin gets, by default, read-write access to the workspace
 // roots (or less, if it declares less) and the read-only system paths a
-// program needs; a built-in gets what it declares. Whatever else a plugin
+// program needs, and a script read access to its own directory (see
+// LoadPlugins); a built-in gets what it declares. Whatever else a plugin
 // gets is granted here, whether it asked or not: the declaration tells
 // the user what to grant, the grant decides.
 type Grant struct {
@@ -206,6 +207,54 @@ func (c *sandboxConfig) granted(path string, asked sdk.Permissions, extra Grant)
 	out.Read = compactPaths(out.Read)
 	out.Write = compactPaths(out.Write)
 	return out
+}
+
+// scriptGrant is what the plugin at path gets besides a third party's
+// defaults when it is a script (a file starting with "#!"): read access
+// to the directory its file is in, symlinks resolved, or to the outermost
+// node_modules directory above it, as for an MCP server's script
+// (packageDir). That is where its interpreter finds what the script
+// loads: a helper module beside it, its packages, a .proto. A native
+// module among them needs no more, since a library is mapped to run with
+// read access alone. A directory that holds the home directory or the
+// temporary directory (or is one of them) would open far more than the
+// script's own files: it is not granted, and the user grants what the
+// script needs there. A binary gets nothing.
+func scriptGrant(path string) Grant {
+	f, err := os.Open(path)
+	if err != nil {
+		return Grant{}
+	}
+	script := isScript(f)
+	f.Close()
+	if !script {
+		return Grant{}
+	}
+	real, err := filepath.EvalSymlinks(absPath(path))
+	if err != nil {
+		return Grant{}
+	}
+	dir := packageDir(real)
+	home, _ := os.UserHomeDir()
+	for _, p := range []string{home, os.TempDir()} {
+		if p == "" {
+			continue
+		}
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			p = resolved
+		}
+		if within(p, dir) {
+			return Grant{}
+		}
+	}
+	return Grant{Permissions: sdk.Permissions{Read: []string{dir}}}
+}
+
+// within reports whether path is dir or under it; both are absolute and
+// clean.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func compactPaths(paths []string) []string {

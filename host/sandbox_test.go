@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/sandbox"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -480,6 +481,92 @@ func TestSandboxOnAnOlderKernel(t *testing.T) {
 			}
 			if got := reportOf(t, reg, host.PluginPrefix+"sandbox").Sandbox.Status(); got != tc.status {
 				t.Errorf("Status() = %q\nwant %q", got, tc.status)
+			}
+		})
+	}
+}
+
+// TestScriptPluginReadsItsOwnDirectory: a script plugin may read the
+// directory its file is in, symlinks resolved, where its interpreter
+// finds what the script loads, from the start that describes it on, with
+// no grant; nothing beside that directory, nor beside the link in the
+// plugins directory. A binary gets nothing of the kind, nor does a
+// script whose directory is the home directory. Each script here is a
+// "#!" file naming the sandboxplugin as its interpreter, so that the
+// attack tool reads from inside the script's sandbox.
+func TestScriptPluginReadsItsOwnDirectory(t *testing.T) {
+	if s := sandbox.Probe(); s.ABI < sandbox.FullABI {
+		t.Fatalf("this kernel's Landlock (%v) does not enforce the whole sandbox; not enforced: %v", s, s.Missing())
+	}
+	// Built before HOME changes: go build finds its module cache through
+	// it.
+	binaries := pluginDir(t, "sandbox")
+	interpreter := plugintest.Binary(t, pluginPackages["sandbox"])
+	project, sibling, home := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	// linked installs a script in dir, and a symlink to it in a plugins
+	// directory of its own, which it returns.
+	linked := func(dir string) string {
+		script := filepath.Join(dir, "agenthost-plugin-script")
+		if err := os.WriteFile(script, []byte("#!"+interpreter+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		plugins := t.TempDir()
+		if err := os.Symlink(script, filepath.Join(plugins, host.PluginPrefix+"script")); err != nil {
+			t.Fatal(err)
+		}
+		return plugins
+	}
+	plugins, inHome := linked(project), linked(home)
+	writeFile(t, filepath.Join(project, "lib", "helper"), "helper\n")
+	writeFile(t, filepath.Join(sibling, "secret"), "secret\n")
+	writeFile(t, filepath.Join(plugins, "beside-the-link"), "plugins\n")
+	writeFile(t, filepath.Join(home, "helper"), "home\n")
+	writeFile(t, filepath.Join(binaries, "beside-the-binary"), "binary\n")
+	real, err := filepath.EvalSymlinks(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rw := sdk.Permissions{Roots: sdk.RootsReadWrite}
+	for name, tc := range map[string]struct {
+		plugins, plugin string
+		granted         sdk.Permissions
+		reads           map[string]string // path → what reading it answers
+	}{
+		"a script, through a symlink": {
+			plugins: plugins, plugin: host.PluginPrefix + "script",
+			granted: sdk.Permissions{Roots: sdk.RootsReadWrite, Read: []string{real}},
+			reads: map[string]string{
+				filepath.Join(project, "lib", "helper"):   allowed,
+				filepath.Join(sibling, "secret"):          denied,
+				filepath.Join(plugins, "beside-the-link"): denied,
+			},
+		},
+		"a binary": {
+			plugins: binaries, plugin: host.PluginPrefix + "sandbox", granted: rw,
+			reads: map[string]string{filepath.Join(binaries, "beside-the-binary"): denied},
+		},
+		"a script in the home directory": {
+			plugins: inHome, plugin: host.PluginPrefix + "script", granted: rw,
+			reads: map[string]string{filepath.Join(home, "helper"): denied},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// Without the cache, the load starts the plugin to describe
+			// it; its sandbox is then the one the calls below meet, since
+			// the description asks for nothing that would change it.
+			reg := load(t, tc.plugins, &host.Options{Roots: []string{t.TempDir()}, CacheDir: host.NoCache})
+			rep := reportOf(t, reg, tc.plugin)
+			if !rep.Launched || !reflect.DeepEqual(rep.Sandbox.Granted, tc.granted) || !rep.Sandbox.Enforced {
+				t.Errorf("the report: %+v\nwant launched at load, granted %+v, enforced", rep, tc.granted)
+			}
+			for path, want := range tc.reads {
+				args, _ := json.Marshal(map[string]string{"kind": "read", "arg": path})
+				if got := call(t, reg, "attack", string(args)); got != want {
+					t.Errorf("reading %s: %q, want %q", path, got, want)
+				}
 			}
 		})
 	}

@@ -173,19 +173,18 @@ func requirePlugins(t *testing.T) {
 
 // setup is what both tests use: a plugins directory holding a symlink
 // to each example's entry file (a plugin's other files stay beside its
-// entry file, where it finds them), a workspace root with a file, and
-// the grants that let each plugin read its own directory, which the
-// sandbox of a third-party plugin does not otherwise allow.
+// entry file, where it finds them: the host lets a script read its own
+// directory, and nothing more is granted), and a workspace root with a
+// file.
 type setup struct {
 	plugins, work string
-	grants        map[string]host.Grant
-	examples      map[string]string // language name → the example's directory
+	examples      map[string]string // language name → the example's directory, symlinks resolved
 }
 
 func newSetup(t *testing.T) *setup {
 	t.Helper()
 	requirePlugins(t)
-	s := &setup{plugins: t.TempDir(), work: t.TempDir(), grants: map[string]host.Grant{}, examples: map[string]string{}}
+	s := &setup{plugins: t.TempDir(), work: t.TempDir(), examples: map[string]string{}}
 	for _, lang := range languages {
 		dir := filepath.Join(root(t), lang.dir)
 		entry := filepath.Join(dir, lang.entry)
@@ -195,8 +194,11 @@ func newSetup(t *testing.T) *setup {
 		if err := os.Symlink(entry, filepath.Join(s.plugins, lang.entry)); err != nil {
 			t.Fatal(err)
 		}
-		s.examples[lang.name] = dir
-		s.grants[strings.TrimPrefix(lang.entry, host.PluginPrefix)] = host.Grant{Permissions: sdk.Permissions{Read: []string{dir}}}
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.examples[lang.name] = real
 	}
 	write(t, filepath.Join(s.work, "notes.txt"), notes)
 	return s
@@ -304,7 +306,6 @@ func TestPlugins(t *testing.T) {
 	logs := &plugintest.Buffer{}
 	reg, err := host.NewDefaultToolRegistry(t.Context(), s.plugins, &host.Options{
 		Roots:     []string{s.work},
-		Grants:    s.grants,
 		PluginEnv: []string{markerVar},
 		Logger:    hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
 	})
@@ -395,9 +396,13 @@ func checkLanguage(t *testing.T, reg *host.ToolRegistry, lang language, s *setup
 			if filepath.Base(r.Path) != lang.entry {
 				continue
 			}
+			// Granted nothing, it may read its own directory, where its
+			// helper and packages are.
+			granted := sdk.Permissions{Roots: sdk.RootsRead, Read: []string{s.examples[lang.name]}}
 			if r.Err != nil || r.Name != lang.entry || r.Version != "1.0.0" || r.ProtocolMinor != 3 ||
-				!slices.Equal(r.Tools, []string{lang.textTool, lang.fileTool}) || r.Sandbox.Asked.Roots != sdk.RootsRead {
-				t.Errorf("%s's report: %+v", lang.entry, r)
+				!slices.Equal(r.Tools, []string{lang.textTool, lang.fileTool}) || r.Sandbox.Asked.Roots != sdk.RootsRead ||
+				!reflect.DeepEqual(r.Sandbox.Granted, granted) {
+				t.Errorf("%s's report: %+v\nwant granted %+v", lang.entry, r, granted)
 			}
 			return
 		}
@@ -537,40 +542,33 @@ func cli(t *testing.T, exe string, args ...string) (stdout, stderr string, code 
 	return out.String(), errOut.String(), code
 }
 
-// TestCommandLine runs both example plugins through the built agenthost:
-// refused the files beside them until granted, listed (then from the
-// description cache), and under a lock file, run while unchanged and
-// refused once changed, with the lock's message.
+// TestCommandLine runs both example plugins through the built agenthost,
+// with no grant: started at once (each may read its own directory, which
+// agenthost plugins shows), listed (then from the description cache),
+// and under a lock file, run while unchanged and refused once changed,
+// with the lock's message.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)
 	exe := plugintest.Install(t, t.TempDir(), "agenthost", "./cmd/agenthost")
 	args := []string{"--config", "-", "--plugins", s.plugins, "--root", s.work}
-
-	// Where the kernel confines plugins, one may read its own entry file
-	// but not the files beside it: until granted, each says what to grant
-	// when it starts (without the description cache, at once).
-	if sandbox.Probe().Enforced() {
-		stdout, _, _ := cli(t, exe, append(slices.Clone(args), "--cache-dir", "-", "plugins")...)
-		for _, lang := range languages {
-			dir := s.examples[lang.name]
-			want := fmt.Sprintf("  skipped: it exited during start-up (exit status 1): Error: cannot read %s: grant the plugin read access to it (--grant %s=read:%[1]s)\n",
-				dir, strings.TrimPrefix(lang.entry, host.PluginPrefix))
-			if !strings.Contains(stdout, want) {
-				t.Errorf("without a grant, agenthost plugins does not say %q:\n%s", want, stdout)
-			}
-		}
-	}
-
-	for _, lang := range languages {
-		args = append(args, "--grant", strings.TrimPrefix(lang.entry, host.PluginPrefix)+"=read:"+s.examples[lang.name])
-	}
 	run := func(more ...string) (string, string, int) {
 		t.Helper()
 		return cli(t, exe, append(slices.Clone(args), more...)...)
 	}
 
-	stdout, stderr, code := run("tools")
+	// Without the description cache, each starts at once, which it could
+	// not without reading the files beside its entry file.
+	stdout, stderr, code := run("--cache-dir", "-", "plugins")
+	for _, lang := range languages {
+		want := fmt.Sprintf("%s\n  %s 1.0.0 (protocol 1.3)\n  tools: %s, %s\n", filepath.Join(s.plugins, lang.entry), lang.entry, lang.textTool, lang.fileTool)
+		granted := "    granted: roots read-only, read " + s.examples[lang.name] + "; the system read-only\n"
+		if code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, granted) {
+			t.Errorf("agenthost plugins (exit status %d) does not say %q and %q:\n%s%s", code, want, granted, stdout, stderr)
+		}
+	}
+
+	stdout, stderr, code = run("tools")
 	if code != 0 {
 		t.Fatalf("agenthost tools: exit status %d\n%s", code, stderr)
 	}
@@ -636,6 +634,68 @@ func TestCommandLine(t *testing.T) {
 		_, stderr, code := run("call", lang.textTool, string(jsonArgs(t, "text", "x")))
 		if code != 1 || !strings.Contains(stderr, "Error: tool not found: "+lang.textTool) || !strings.Contains(stderr, refusals[lang.name]) {
 			t.Errorf("agenthost call %s of a changed script: exit status %d, stderr:\n%s", lang.textTool, code, stderr)
+		}
+	}
+}
+
+// TestScriptReadsOnlyItsOwnDirectory: a script plugin granted nothing may
+// read the files of its own directory, and no file outside it, the
+// directory of the example whose helper it copies included. The plugin
+// is testdata/agenthost-plugin-reader, installed with copies of the
+// Python example's helper and messages, whose tool reports what reading
+// a file answers.
+func TestScriptReadsOnlyItsOwnDirectory(t *testing.T) {
+	t.Parallel()
+	requirePlugins(t)
+	if s := sandbox.Probe(); !s.Enforced() {
+		t.Fatalf("the kernel does not confine plugins (%v): nothing to check", s)
+	}
+	project, sibling, plugins := t.TempDir(), t.TempDir(), t.TempDir()
+	example := filepath.Join(root(t), "examples", "python")
+	for src, mode := range map[string]os.FileMode{
+		filepath.Join(root(t), "examples", "polyglot", "testdata", "agenthost-plugin-reader"): 0o755,
+		filepath.Join(example, "agenthost_plugin.py"):                                         0o644,
+		filepath.Join(example, "tool_pb2.py"):                                                 0o644,
+	} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(project, filepath.Base(src)), data, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(project, "agenthost-plugin-reader"), filepath.Join(plugins, "agenthost-plugin-reader")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(project, "data.txt"), "mine\n")
+	write(t, filepath.Join(sibling, "secret.txt"), "not mine\n")
+	reg, err := host.NewDefaultToolRegistry(t.Context(), plugins, &host.Options{
+		Roots:    []string{t.TempDir()},
+		CacheDir: host.NoCache,
+		Logger:   hclog.NewNullLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+
+	real, err := filepath.EvalSymlinks(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reg.Plugins() {
+		if want := (sdk.Permissions{Roots: sdk.RootsNone, Read: []string{real}}); r.Err != nil || !reflect.DeepEqual(r.Sandbox.Granted, want) {
+			t.Errorf("%s: %+v\nwant granted %+v", r.Path, r, want)
+		}
+	}
+	for path, want := range map[string]string{
+		filepath.Join(project, "data.txt"):            "ok",
+		filepath.Join(sibling, "secret.txt"):          "EACCES",
+		filepath.Join(example, "agenthost_plugin.py"): "EACCES",
+	} {
+		if got := call(t, reg, "read_any", jsonArgs(t, "path", path)); got != want {
+			t.Errorf("read_any(%s) = %q, want %q", path, got, want)
 		}
 	}
 }
