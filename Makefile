@@ -45,9 +45,21 @@ $(NODE_EXAMPLE)/node_modules/.package-lock.json: $(NODE_EXAMPLE)/package.json $(
 	cd $(NODE_EXAMPLE) && npm ci --no-audit --no-fund
 	@touch $@
 
+# Every main package the tests run as a process (the CLI, the plugins, the
+# test plugins of host/testdata) is built once, before the tests, into a
+# directory of the temporary directory named after this checkout: the test
+# processes of each package take them from there (hard links into their
+# own temporary directories) instead of linking their own copies
+# (internal/plugintest). go build leaves a binary that is up to date as
+# it is, so a second make test links only what changed.
+TEST_BINARIES := ./cmd/agenthost ./examples/clock $(addprefix ./plugins/,$(PLUGINS)) \
+	$(patsubst %/,./%,$(dir $(wildcard host/testdata/*/main.go)))
+TEST_BIN := $(or $(TMPDIR),/tmp)/agenthost-test-binaries-$(shell printf '%s' '$(CURDIR)' | cksum | cut -d' ' -f1)
+
 test: $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_modules/.package-lock.json
 	$(GO) vet ./...
-	$(GO) test -race ./...
+	$(GO) build -o $(TEST_BIN)/ $(TEST_BINARIES)
+	AGENTHOST_TEST_BINARIES=$(TEST_BIN) $(GO) test -race ./...
 
 # bench measures the plugin call path against an in-process call (and
 # against the same plugin without its sandbox); one plugin's launch with

@@ -29,19 +29,34 @@ var (
 	batches  int
 )
 
+// PrebuiltEnv names a directory of binaries built for the whole test
+// run (make test builds every main package of the tree there first, in
+// one go build): a package whose binary is there, under the package
+// directory's base name, is not built again by each test process.
+const PrebuiltEnv = "AGENTHOST_TEST_BINARIES"
+
 // Binaries returns the binaries of pkgs, package paths relative to the
 // module root such as "./plugins/fs", building those not built yet in one
 // go build, which links them in parallel. The binaries of one test process
-// are shared.
+// are shared, and so are those of the directory PrebuiltEnv names.
 func Binaries(t testing.TB, pkgs ...string) map[string]string {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
+	prebuilt := os.Getenv(PrebuiltEnv)
 	var missing []string
 	for _, pkg := range pkgs {
-		if _, ok := built[pkg]; !ok && !slices.Contains(missing, pkg) {
-			missing = append(missing, pkg)
+		if _, ok := built[pkg]; ok || slices.Contains(missing, pkg) {
+			continue
 		}
+		if prebuilt != "" {
+			bin := filepath.Join(prebuilt, filepath.Base(pkg))
+			if info, err := os.Stat(bin); err == nil && info.Mode().IsRegular() {
+				built[pkg] = bin
+				continue
+			}
+		}
+		missing = append(missing, pkg)
 	}
 	if len(missing) > 0 {
 		if buildDir == "" {
