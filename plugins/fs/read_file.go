@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -38,13 +38,14 @@ type readFileInput struct {
 	Encoding    string `json:"encoding,omitempty" jsonschema:"How to return the content: utf-8 (the default) for text, base64 for binary files (up to 10 MiB)."`
 	Offset      int    `json:"offset,omitempty" jsonschema:"1-based line to start reading at (utf-8 only). Default 1."`
 	Limit       int    `json:"limit,omitempty" jsonschema:"Maximum number of lines to return (utf-8 only). Default: to the end of the file, up to 256 KiB of text."`
-	LineNumbers bool   `json:"line_numbers,omitempty" jsonschema:"Prefix each line with its 1-based line number and a tab, like cat -n (utf-8 only). Default false."`
+	Tail        int    `json:"tail,omitempty" jsonschema:"Read the last N lines of the file (utf-8 only), without reading the rest of it: the selection starts N lines before the end (the whole file when it has fewer), and limit, if given, takes its first lines (tail 100 with limit 10: lines 100 to 91 from the end). Not with offset. A newline that ends the file does not start another line."`
+	LineNumbers bool   `json:"line_numbers,omitempty" jsonschema:"Prefix each line with its 1-based line number and a tab, like cat -n (utf-8 only). Default false. With tail the lines are numbered from the end, -1 the last: line -K is where tail K starts."`
 }
 
 var readFile = checked(sdk.NewTool(sdk.Info{
 	Name: "read_file",
 	Description: "Read a file and return its contents. Text is returned as utf-8, at most 256 KiB per call: a longer file is cut at a line boundary with a note giving the offset to read on from. " +
-		"Use offset and limit to read part of a long text file by lines, line_numbers to number the lines, and encoding base64 for binary files.",
+		"Use offset and limit to read part of a long text file by lines, tail to read its last lines (cheap however large the file), line_numbers to number the lines, and encoding base64 for binary files.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
 }, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in readFileInput) (string, error) {
 	encoding, err := normalizeEncoding(in.Encoding)
@@ -54,8 +55,14 @@ var readFile = checked(sdk.NewTool(sdk.Info{
 	if in.Offset < 0 || in.Limit < 0 {
 		return "", errors.New("offset and limit must not be negative")
 	}
-	if encoding == "base64" && (in.Offset != 0 || in.Limit != 0 || in.LineNumbers) {
-		return "", errors.New("offset, limit and line_numbers apply to utf-8 text; read the whole file with base64")
+	if in.Tail < 0 {
+		return "", errors.New("tail must not be negative: tail N reads the last N lines")
+	}
+	if in.Offset != 0 && in.Tail != 0 {
+		return "", errors.New("offset and tail cannot be combined: offset counts lines from the start, tail from the end")
+	}
+	if encoding == "base64" && (in.Offset != 0 || in.Limit != 0 || in.Tail != 0 || in.LineNumbers) {
+		return "", errors.New("offset, limit, tail and line_numbers apply to utf-8 text; read the whole file with base64")
 	}
 	_, p, err := w.ResolveFollow(in.Path, true)
 	if err != nil {
@@ -93,20 +100,53 @@ func normalizeEncoding(e string) (string, error) {
 }
 
 // readText returns the lines of f that in selects, with no more than
-// maxTextOutput bytes read into memory beyond one buffer.
-func readText(ctx context.Context, f *os.File, arg string, size int64, in readFileInput) (string, error) {
+// maxTextOutput bytes read into memory beyond one buffer. With in.Tail it
+// finds where the selection starts by reading back from the end of the
+// file (tailStart), so the lines before it are never read.
+func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in readFileInput) (string, error) {
 	notText := func() error {
 		return fmt.Errorf("%s is not utf-8 text (%d bytes): read it with encoding base64", arg, size)
 	}
-	// The buffer holds the whole of a small file, and never less than
-	// the head that is sniffed.
-	br := bufio.NewReaderSize(f, int(min(max(size+1, sniffSize), readBuffer)))
-	head, _ := br.Peek(sniffSize)
+	// The selection: from start, first its line number (negative with
+	// tail: counted from the end), at most limit lines (0: no limit).
+	start, first, limit := int64(0), max(in.Offset, 1), in.Limit
+	// A tail reads the file as it was measured; otherwise to its end.
+	end := int64(math.MaxInt64)
+	if in.Tail > 0 {
+		var lines int
+		var err error
+		start, lines, err = tailStart(ctx, f, size, in.Tail)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", arg, err)
+		}
+		first, end = -lines, size
+		if limit == 0 || limit > lines {
+			limit = lines
+		}
+		if lines == 0 {
+			return "", nil
+		}
+	}
+	// The buffer holds the whole of a small selection, and never less
+	// than the head that is sniffed.
+	br := bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), int(min(max(size-start+1, sniffSize), readBuffer)))
+	var head []byte
+	if start == 0 {
+		head, _ = br.Peek(sniffSize)
+	} else {
+		// The file's head is sniffed wherever the selection starts: a
+		// file is text or not whatever part of it is read.
+		head = make([]byte, min(size, sniffSize))
+		n, err := f.ReadAt(head, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("%s: %s", arg, workspace.Reason(err))
+		}
+		head = head[:n]
+	}
 	if looksBinary(head) {
 		return "", notText()
 	}
-	offset := max(in.Offset, 1)
-	for line := 1; line < offset; line++ {
+	for line := 1; line < first; line++ {
 		if line%4096 == 0 && ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -122,8 +162,8 @@ func readText(ctx context.Context, f *os.File, arg string, size int64, in readFi
 	var scratch []byte
 	shown, shownBytes := 0, int64(0)
 	var note string
-	for in.Limit == 0 || shown < in.Limit {
-		number := offset + shown
+	for limit == 0 || shown < limit {
+		number := first + shown
 		prefix := ""
 		if in.LineNumbers {
 			prefix = fmt.Sprintf("%6d\t", number)
@@ -150,9 +190,9 @@ func readText(ctx context.Context, f *os.File, arg string, size int64, in readFi
 				}
 				out.WriteString(prefix)
 				out.Write(cut)
-				note = fmt.Sprintf("[Line %d alone is longer than the 256 KiB that read_file returns: its first %d bytes are shown. The next line is at offset %d.]", number, len(cut), number+1)
+				note = longLineNote(number, len(cut), in, limit)
 			} else {
-				note = fmt.Sprintf("[Output capped at 256 KiB: showed lines %d-%d (%d bytes) of a %d-byte file. To read on, call read_file with offset %d.]", offset, number-1, shownBytes, size, number)
+				note = cappedNote(first, number, shownBytes, size, in, limit, shown)
 			}
 			break
 		}
@@ -171,6 +211,81 @@ func readText(ctx context.Context, f *os.File, arg string, size int64, in readFi
 		out.WriteString(note)
 	}
 	return out.String(), nil
+}
+
+// longLineNote is the note under the head of a line longer than the cap,
+// line number, of which shown bytes are shown.
+func longLineNote(number, shown int, in readFileInput, limit int) string {
+	if in.Tail == 0 {
+		return fmt.Sprintf("[Line %d alone is longer than the 256 KiB that read_file returns: its first %d bytes are shown. The next line is at offset %d.]", number, shown, number+1)
+	}
+	head := fmt.Sprintf("[Line %d (counted from the end) alone is longer than the 256 KiB that read_file returns: its first %d bytes are shown.", number, shown)
+	if number == -1 || limit == 1 {
+		return head + "]"
+	}
+	return head + " To read on, call read_file with " + tailArgs(-number-1, in, limit-1) + ".]"
+}
+
+// cappedNote is the note under a selection cut by the cap: lines first
+// to next-1 were shown, shown lines of shownBytes bytes.
+func cappedNote(first, next int, shownBytes, size int64, in readFileInput, limit, shown int) string {
+	if in.Tail == 0 {
+		return fmt.Sprintf("[Output capped at 256 KiB: showed lines %d-%d (%d bytes) of a %d-byte file. To read on, call read_file with offset %d.]", first, next-1, shownBytes, size, next)
+	}
+	return fmt.Sprintf("[Output capped at 256 KiB: showed lines %d to %d counted from the end (%d lines, %d bytes) of a %d-byte file. To read on, call read_file with %s.]",
+		first, next-1, shown, shownBytes, size, tailArgs(-next, in, limit-shown))
+}
+
+// tailArgs are the arguments that read on from the line n from the end,
+// rest lines at most when the call had a limit.
+func tailArgs(n int, in readFileInput, rest int) string {
+	if in.Limit == 0 || rest >= n {
+		return fmt.Sprintf("tail %d", n)
+	}
+	return fmt.Sprintf("tail %d and limit %d", n, rest)
+}
+
+// tailStart finds where the last n lines of r, size bytes long, start,
+// reading back from the end in blocks of readBuffer bytes until it has
+// passed n line ends. It returns the offset of the first of those lines
+// and how many lines there are from it to the end: n, or fewer when the
+// file holds fewer (then the offset is 0). A newline that ends the file
+// ends its last line and does not start another.
+func tailStart(ctx context.Context, r io.ReaderAt, size int64, n int) (start int64, lines int, err error) {
+	if size == 0 {
+		return 0, 0, nil
+	}
+	buf := make([]byte, min(size, readBuffer))
+	found := 0
+	for pos := size; pos > 0; {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		lo := max(pos-readBuffer, 0)
+		b := buf[:pos-lo]
+		if _, err := r.ReadAt(b, lo); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, 0, errors.New("the file shrank while it was read; read it again")
+			}
+			return 0, 0, errors.New(workspace.Reason(err))
+		}
+		for j := len(b); ; {
+			i := bytes.LastIndexByte(b[:j], '\n')
+			if i < 0 {
+				break
+			}
+			j = i
+			if lo+int64(i) == size-1 {
+				continue // the newline that ends the file
+			}
+			if found++; found == n {
+				return lo + int64(i) + 1, n, nil
+			}
+		}
+		pos = lo
+	}
+	// Fewer than n lines: the first has no newline before it.
+	return 0, found + 1, nil
 }
 
 // readLine reads the next line of br, its newline included, appending

@@ -198,7 +198,7 @@ func TestReadFileSpecialFiles(t *testing.T) {
 		"a FIFO does not block":    {map[string]any{"path": "pipe"}, "pipe is a fifo, not a regular file"},
 		"a directory":              {map[string]any{"path": "."}, ". is a directory, not a file"},
 		"a file as a directory":    {map[string]any{"path": "f.txt/x"}, "f.txt/x: not a directory"},
-		"line_numbers with base64": {map[string]any{"path": "f.txt", "encoding": "base64", "line_numbers": true}, "offset, limit and line_numbers apply to utf-8 text; read the whole file with base64"},
+		"line_numbers with base64": {map[string]any{"path": "f.txt", "encoding": "base64", "line_numbers": true}, "offset, limit, tail and line_numbers apply to utf-8 text; read the whole file with base64"},
 		"offset past the end":      {map[string]any{"path": "f.txt", "offset": 3}, "offset 3 is past the end of the file (1 lines)"},
 	}
 	for name, tc := range tests {
