@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/sdk"
 )
 
 // listTree makes the tree the list_dir tests list, with outside beside it.
@@ -153,5 +156,29 @@ func TestFormatSize(t *testing.T) {
 		if got := formatSize(n); got != want {
 			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// BenchmarkListDir200 lists a directory of 200 files, with sizes (a
+// stat of each entry) and names_only (none).
+func BenchmarkListDir200(b *testing.B) {
+	root := b.TempDir()
+	for i := range 200 {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("file%03d.txt", i)), []byte("content"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct{ name, args string }{
+		{"sizes", `{}`},
+		{"names_only", `{"names_only":true}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := sdk.WithRoots(b.Context(), []string{root})
+			for b.Loop() {
+				if _, err := listDir.Execute(ctx, json.RawMessage(bc.args)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
