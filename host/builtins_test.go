@@ -21,7 +21,7 @@ func TestDefaultRegistryHoldsEveryBuiltIn(t *testing.T) {
 	reg := load(t, pluginDir(t, "fs", "session", "search", "bash"), &host.Options{Roots: []string{work}})
 
 	builtIns := []string{
-		"read_file", "write_file", "save_session_context", "list_dir", "mkdir",
+		"read_file", "write_file", "save_session_context", "list_dir", "file_info", "mkdir",
 		"remove", "move", "search_text", "search_files", "run_bash", "edit_file",
 	}
 	names := reg.ToolNames()

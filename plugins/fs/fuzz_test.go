@@ -14,7 +14,7 @@ import (
 )
 
 // fuzzTools are the tools FuzzToolArgs calls, by index.
-var fuzzTools = []sdk.Tool{readFile, writeFile, listDir, mkdir, remove, move, editFile}
+var fuzzTools = []sdk.Tool{readFile, writeFile, listDir, mkdir, remove, move, editFile, fileInfo}
 
 // fuzzSeeds are arguments from the defects the tools were fixed for.
 var fuzzSeeds = []string{
@@ -53,6 +53,8 @@ var fuzzSeeds = []string{
 	`[]`,
 	`{"path":"a.txt","unknown":1}`,
 	`{"path":3}`,
+	`{"paths":["a.txt","out","out/secret.txt","../outside/secret.txt","loopa","nested"]}`,
+	`{"paths":[]}`,
 }
 
 // FuzzToolArgs calls every fs tool with arbitrary arguments in a

@@ -1,5 +1,6 @@
 // Command agenthost-plugin-fs serves the file system tools: read_file,
-// write_file, list_dir, mkdir, remove (opt-in), move and edit_file.
+// write_file, list_dir, file_info, mkdir, remove (opt-in), move and
+// edit_file.
 //
 // Every path stays inside the call's workspace roots (sdk.Roots): a path
 // is placed in a root lexically, its symbolic links are followed one hop
@@ -30,6 +31,8 @@
 //   - list_dir shows sizes in bytes under 1 KiB, then in KiB, MiB, ... with
 //     one decimal; at most 500 entries unless max_entries says otherwise;
 //     depth at most 5; links are shown, never entered.
+//   - file_info describes 1 to 100 paths a call, links not followed; the
+//     call fails only when every path fails.
 //   - edit_file edits utf-8 text files up to 10 MiB.
 //   - move never replaces an existing destination without overwrite,
 //     using renameat2(RENAME_NOREPLACE) on Linux (link and unlink for
@@ -45,7 +48,7 @@ import "github.com/agenthost/agenthost/sdk"
 
 func main() {
 	sdk.ServePlugin(sdk.Plugin{
-		Tools: []sdk.Tool{readFile, writeFile, listDir, mkdir, remove, move, editFile},
+		Tools: []sdk.Tool{readFile, writeFile, listDir, fileInfo, mkdir, remove, move, editFile},
 		// The tools read and write in the roots, and nowhere else.
 		Permissions: sdk.Permissions{Roots: sdk.RootsReadWrite},
 	})
