@@ -59,9 +59,9 @@ import (
 //     official filesystem server (@modelcontextprotocol/server-filesystem on
 //     Node, from tests/mcp-servers), both started once and driven by the same
 //     minimal JSON-RPC client, the time from writing a request to reading its
-//     answer: list_dir against list_directory and against
-//     list_directory_with_sizes (list_dir shows sizes too) on a 200-entry
-//     directory, read_file against read_text_file on a one-line file,
+//     answer: list_dir with names_only against list_directory (names
+//     only both) and list_dir against list_directory_with_sizes (sizes
+//     both) on a 200-entry directory, read_file against read_text_file on a one-line file,
 //     search_files against search_files with the glob **/*.go on a tree of
 //     200 files, mkdir against create_directory on an existing directory,
 //     and write_file against write_file of a 6-byte file (agenthost's
@@ -535,7 +535,7 @@ func (s *oneShot) mcpCalls(b *testing.B) {
 		}
 	}
 	pairs := []oneShotPair{
-		{name: "list_dir", ours: "list_dir", theirs: "list_directory", args: `{"path":` + path("dir200") + `}`, check: countLines("file-", 200)},
+		{name: "list_dir", ours: "list_dir", theirs: "list_directory", args: `{"path":` + path("dir200") + `,"names_only":true}`, check: countLines("file-", 200)},
 		{name: "list_dir_sizes", ours: "list_dir", theirs: "list_directory_with_sizes", args: `{"path":` + path("dir200") + `}`, check: countLines("file-", 200)},
 		{name: "read_file", ours: "read_file", theirs: "read_text_file", args: `{"path":` + path("one.txt") + `}`, check: countLines("hello, world", 1)},
 		{name: "search_files", ours: "search_files", theirs: "search_files", args: `{"path":` + path("tree") + `,"pattern":"**/*.go"}`, check: countLines(".go", 100)},
