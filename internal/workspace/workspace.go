@@ -39,6 +39,23 @@ type outsideError struct{ path string }
 func (e *outsideError) Error() string { return fmt.Sprintf("path %q is %s", e.path, ErrOutside) }
 func (e *outsideError) Unwrap() error { return ErrOutside }
 
+// MaxPath is the longest absolute path a workspace path may have, in
+// bytes: Linux's PATH_MAX (4096) less the NUL that ends a path handed to
+// the kernel. os.Root walks a path one name at a time, so it could
+// create a file deeper than that, and leave a tree that the tools which
+// take whole paths (rm, cd, most programs) cannot reach.
+const MaxPath = 4095
+
+// TooLongError is the error for a path whose absolute form is n bytes,
+// more than MaxPath. It matches syscall.ENAMETOOLONG with errors.Is.
+type TooLongError struct{ Len int }
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("path is %d bytes long as an absolute path, more than the %d bytes the system allows (PATH_MAX 4096, less one for the terminating NUL)", e.Len, MaxPath)
+}
+
+func (e *TooLongError) Is(target error) bool { return target == syscall.ENAMETOOLONG }
+
 // Workspace is a set of open roots. Close it after the call.
 type Workspace struct {
 	roots []*root
@@ -152,6 +169,10 @@ func (p Path) Join(name string) Path {
 // where roots nest, the deepest holds it, compared by real paths. The
 // result's Abs is the root's path as given joined with Rel, so one place
 // always has one Abs.
+//
+// A path whose absolute form is longer than MaxPath, under the root's
+// path as given or under its real path (the longer counts), is refused
+// with a TooLongError: the kernel could not open it by that path.
 func (w *Workspace) Resolve(arg string) (Path, error) {
 	if arg == "" {
 		return Path{}, errors.New("path is empty")
@@ -176,7 +197,11 @@ func (w *Workspace) Resolve(arg string) (Path, error) {
 			best, bestRel = r, rel
 		}
 	}
-	return Path{Arg: arg, Abs: filepath.Join(best.path, bestRel), Rel: bestRel, Root: best.os, RootPath: best.path}, nil
+	abs = filepath.Join(best.path, bestRel)
+	if n := max(len(abs), len(real)); n > MaxPath {
+		return Path{}, &TooLongError{Len: n}
+	}
+	return Path{Arg: arg, Abs: abs, Rel: bestRel, Root: best.os, RootPath: best.path}, nil
 }
 
 // realPath rewrites a clean absolute path under a root's path as given to
