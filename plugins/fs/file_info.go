@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -222,58 +221,44 @@ func modeString(mode uint32) string {
 	return string(b)
 }
 
-// ownerNames names user and group ids from /etc/passwd and /etc/group,
-// each read at most once a call; an id without a name is shown alone.
+// ownerNames names user and group ids (os/user), each id looked up at
+// most once a call; an id without a name is shown alone.
 type ownerNames struct {
 	users, groups map[uint32]string
 }
 
 func (n *ownerNames) user(id uint32) string {
-	if n.users == nil {
-		n.users = readIDNames("/etc/passwd")
-	}
-	return withName(id, n.users)
+	return lookupName(&n.users, id, func(s string) string {
+		if u, err := user.LookupId(s); err == nil {
+			return u.Username
+		}
+		return ""
+	})
 }
 
 func (n *ownerNames) group(id uint32) string {
-	if n.groups == nil {
-		n.groups = readIDNames("/etc/group")
-	}
-	return withName(id, n.groups)
+	return lookupName(&n.groups, id, func(s string) string {
+		if g, err := user.LookupGroupId(s); err == nil {
+			return g.Name
+		}
+		return ""
+	})
 }
 
-// withName is "name (id)", or the id alone.
-func withName(id uint32, names map[uint32]string) string {
+// lookupName is "name (id)", or the id alone when lookup finds no name;
+// cache keeps what lookup said of each id.
+func lookupName(cache *map[uint32]string, id uint32, lookup func(id string) string) string {
 	s := strconv.FormatUint(uint64(id), 10)
-	if name, ok := names[id]; ok {
-		return textsafe.Name(name) + " (" + s + ")"
+	if *cache == nil {
+		*cache = map[uint32]string{}
 	}
-	return s
-}
-
-// readIDNames reads the names of ids from a file laid out as
-// /etc/passwd and /etc/group are: name:password:id:...; the first name
-// of an id wins. A file that cannot be read names nothing.
-func readIDNames(path string) map[uint32]string {
-	names := map[uint32]string{}
-	f, err := os.Open(path)
-	if err != nil {
-		return names
+	name, ok := (*cache)[id]
+	if !ok {
+		name = lookup(s)
+		(*cache)[id] = name
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.SplitN(s.Text(), ":", 4)
-		if len(fields) < 3 || fields[0] == "" || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		id, err := strconv.ParseUint(fields[2], 10, 32)
-		if err != nil {
-			continue
-		}
-		if _, ok := names[uint32(id)]; !ok {
-			names[uint32(id)] = fields[0]
-		}
+	if name == "" {
+		return s
 	}
-	return names
+	return textsafe.Name(name) + " (" + s + ")"
 }

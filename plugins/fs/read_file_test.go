@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,15 +29,7 @@ func TestReadFileLineNumbers(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			root, _ := writeTestFile(t, "f.txt", tc.content)
-			args := map[string]any{"path": "f.txt", "line_numbers": true}
-			for k, v := range tc.args {
-				args[k] = v
-			}
-			got, err := call(t, root, readFile, args)
-			if err != nil || got != tc.want {
-				t.Errorf("read_file(%v) = %q, %v; want %q", args, got, err, tc.want)
-			}
+			checkReadFile(t, tc.content, map[string]any{"line_numbers": true}, tc.args, tc.want)
 		})
 	}
 }
@@ -207,5 +200,19 @@ func TestReadFileSpecialFiles(t *testing.T) {
 			got, err := call(t, root, readFile, tc.args)
 			wantErr(t, fmt.Sprintf("read_file(%v)", tc.args), got, err, tc.want)
 		})
+	}
+}
+
+// checkReadFile writes content to f.txt and checks that read_file of it,
+// with the arguments of base and then of args, answers want.
+func checkReadFile(t *testing.T, content string, base, args map[string]any, want string) {
+	t.Helper()
+	root, _ := writeTestFile(t, "f.txt", content)
+	all := map[string]any{"path": "f.txt"}
+	maps.Copy(all, base)
+	maps.Copy(all, args)
+	got, err := call(t, root, readFile, all)
+	if err != nil || got != want {
+		t.Errorf("read_file(%v) = %q, %v; want %q", all, got, err, want)
 	}
 }

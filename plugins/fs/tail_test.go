@@ -42,15 +42,7 @@ func TestReadFileTail(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			root, _ := writeTestFile(t, "f.txt", tc.content)
-			args := map[string]any{"path": "f.txt"}
-			for k, v := range tc.args {
-				args[k] = v
-			}
-			got, err := call(t, root, readFile, args)
-			if err != nil || got != tc.want {
-				t.Errorf("read_file(%v) = %q, %v; want %q", args, got, err, tc.want)
-			}
+			checkReadFile(t, tc.content, nil, tc.args, tc.want)
 		})
 	}
 }
