@@ -346,6 +346,9 @@ func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*plu
 	if n := len(spec.GetDescription()); n > MaxDescriptionSize {
 		return nil, &limitError{name, fmt.Errorf("its description is %d bytes, more than the %d allowed", n, MaxDescriptionSize)}
 	}
+	if err := checkTyped(spec); err != nil {
+		return nil, &limitError{name, err}
+	}
 	t := newPluginTool(proc, name, spec)
 	t.resolved = proc.resolved[spec.GetName()]
 	if proc.server != nil && proc.server.Timeout > 0 {
@@ -455,11 +458,17 @@ type pluginTool struct {
 	// resolved: the parameters schema is known to resolve as an object
 	// schema (toolSource.resolved).
 	resolved bool
+	// title is the tool's title (protocol 1.4), output its output schema
+	// (protocol 1.4; nil for none).
+	title  string
+	output json.RawMessage
 }
 
 var (
-	_ ExecutableTool = (*pluginTool)(nil)
-	_ sdk.Annotator  = (*pluginTool)(nil)
+	_ ExecutableTool     = (*pluginTool)(nil)
+	_ sdk.Annotator      = (*pluginTool)(nil)
+	_ sdk.Titler         = (*pluginTool)(nil)
+	_ sdk.StructuredTool = (*pluginTool)(nil)
 )
 
 func newPluginTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *pluginTool {
@@ -468,6 +477,8 @@ func newPluginTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *plugin
 		proc:       proc,
 		remote:     spec.GetName(),
 		checksArgs: spec.GetChecksArguments(),
+		title:      spec.GetTitle(),
+		output:     nonEmpty(spec.GetOutputSchema()),
 		schema:     sdk.NewChatTool(name, spec.GetDescription(), json.RawMessage(spec.GetParametersSchema())),
 		ann: Annotations{
 			ReadOnly:    a.GetReadOnly(),
@@ -484,6 +495,22 @@ func (t *pluginTool) Name() string             { return t.schema.Function.Name }
 func (t *pluginTool) Schema() ChatTool         { return t.schema }
 func (t *pluginTool) Annotations() Annotations { return t.ann }
 
+func (t *pluginTool) Title() string                 { return t.title }
+func (t *pluginTool) OutputSchema() json.RawMessage { return t.output }
+
 func (t *pluginTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
-	return t.proc.call(ctx, t.remote, args)
+	text, _, err := t.proc.call(ctx, t.remote, args, false)
+	return text, err
+}
+
+func (t *pluginTool) ExecuteStructured(ctx context.Context, args json.RawMessage) (string, json.RawMessage, error) {
+	return t.proc.call(ctx, t.remote, args, true)
+}
+
+// nonEmpty is raw, or nil when it is empty.
+func nonEmpty(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	return raw
 }

@@ -31,6 +31,12 @@
 // refused (see [InsecureError]); under a lock file, the host executes the
 // very file it hashed.
 //
+// Tools that touch files stay inside the workspace roots
+// (Options.Roots). A caller serving several clients narrows them per call
+// with [WithRoots], to the roots a client offers: never wider, so a
+// client's root outside them, or leading outside through a symbolic
+// link, grants nothing.
+//
 // Plugin processes get no stdin, never write to the host's stdout, run in
 // process groups of their own, are restarted on the next call after they
 // die, and do not outlive the host, even one killed with SIGKILL (Linux).

@@ -529,6 +529,8 @@ func mcpDescription(s *mcpsource.Session, tools []mcpsource.Tool) *toolv1.Descri
 			Name:             t.Name,
 			Description:      text,
 			ParametersSchema: t.InputSchema,
+			Title:            t.Title,
+			OutputSchema:     t.OutputSchema,
 			Annotations: &toolv1.Annotations{
 				ReadOnly:    t.ReadOnly,
 				Destructive: t.Destructive,
@@ -540,25 +542,28 @@ func mcpDescription(s *mcpsource.Session, tools []mcpsource.Tool) *toolv1.Descri
 	return desc
 }
 
-// callMCP runs one of the server's tools. An error result is the call's
-// error, in the server's words.
-func (p *toolSource) callMCP(ctx context.Context, tool string, args []byte) (string, error) {
+// callMCP runs one of the server's tools: its text and its structured
+// content, which the registry checks against the tool's output schema
+// (ToolRegistry.ExecuteResult). An error result is the call's error, in
+// the server's words.
+func (p *toolSource) callMCP(ctx context.Context, tool string, args []byte) (string, []byte, error) {
 	inst, err := p.instance(ctx)
 	if err != nil {
-		return "", p.startFailure(ctx, err)
+		return "", nil, p.startFailure(ctx, err)
 	}
 	defer p.release(inst)
-	text, isError, err := inst.mcp.Call(ctx, tool, args)
+	res, err := inst.mcp.CallResult(ctx, tool, args)
 	if err != nil {
-		return "", p.mcpCallError(ctx, inst, err)
+		return "", nil, p.mcpCallError(ctx, inst, err)
 	}
-	if isError {
+	if res.IsError {
+		text := res.Text
 		if strings.TrimSpace(text) == "" {
 			text = "the tool reported an error without a message"
 		}
-		return "", errors.New(text)
+		return "", nil, errors.New(text)
 	}
-	return text, nil
+	return res.Text, res.Structured, nil
 }
 
 // mcpCallError explains a failed request. The server's own error answer
@@ -693,5 +698,6 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeRespo
 // alike.
 func sameEntry(a, b *entry) bool {
 	return a.ann == b.ann && a.schema.Function.Description == b.schema.Function.Description &&
-		string(a.schema.Function.Parameters) == string(b.schema.Function.Parameters)
+		string(a.schema.Function.Parameters) == string(b.schema.Function.Parameters) &&
+		sdk.TitleOf(a.tool) == sdk.TitleOf(b.tool) && string(a.output) == string(b.output)
 }

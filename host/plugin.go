@@ -150,15 +150,17 @@ func (p *toolSource) describe(ctx context.Context) (*toolv1.DescribeResponse, er
 	return resp, nil
 }
 
-// execute runs one of the plugin's tools.
-func (p *toolSource) execute(ctx context.Context, tool string, args []byte) (string, error) {
+// execute runs one of the plugin's tools: its text and, when
+// wantStructured, its structured result, which the registry checks
+// (ToolRegistry.ExecuteResult).
+func (p *toolSource) execute(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, error) {
 	inst, err := p.instance(ctx)
 	if err != nil {
-		return "", p.startFailure(ctx, err)
+		return "", nil, p.startFailure(ctx, err)
 	}
 	defer p.release(inst)
 	if len(args) > wire.MaxMessageSize {
-		return "", errors.New(wire.ArgumentsTooLarge(len(args)))
+		return "", nil, errors.New(wire.ArgumentsTooLarge(len(args)))
 	}
 	callID := p.nextCall.Add(1)
 	p.calls.Store(callID, ctx)
@@ -170,14 +172,15 @@ func (p *toolSource) execute(ctx context.Context, tool string, args []byte) (str
 		HostServiceId:  inst.hostService(p),
 		CallId:         callID,
 		WorkspaceRoots: sdk.Roots(ctx),
+		WantStructured: wantStructured,
 	})
 	if err != nil {
-		return "", p.callError(ctx, inst, err)
+		return "", nil, p.callError(ctx, inst, err)
 	}
 	if msg := resp.GetError(); msg != "" {
-		return "", errors.New(msg)
+		return "", nil, errors.New(msg)
 	}
-	return resp.GetResult(), nil
+	return resp.GetResult(), resp.GetStructuredResult(), nil
 }
 
 // callError explains a failed RPC. A broken connection means the plugin

@@ -167,6 +167,11 @@ type entry struct {
 	// checked: the tool's plugin checks the arguments against the schema
 	// itself, so the registry does not.
 	checked bool
+	// output is the tool's output schema (sdk.StructuredTool); nil for a
+	// tool without structured results. outputSchema resolves it and
+	// compiles its validator, once (outputResolver).
+	output       json.RawMessage
+	outputSchema func() (*sdk.StructuredValidator, error)
 }
 
 // NewToolRegistry returns an empty registry. opts may be nil.
@@ -292,6 +297,14 @@ func newEntry(tool ExecutableTool) (*entry, error) {
 	// resolving it (each tool of each plugin, at every start).
 	ann := sdk.AnnotationsOf(tool)
 	e := &entry{tool: tool, schema: schema, params: params, ann: ann, enabled: !ann.OptIn, timeout: max(ann.Timeout, 0)}
+	e.output = sdk.OutputSchemaOf(tool)
+	if e.output != nil && !plugin {
+		// A plugin's was checked with its description (checkTyped).
+		if err := checkOutputSchema(e.output); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTool, name, err)
+		}
+	}
+	e.outputSchema = outputResolver(e.output)
 	if plugin {
 		e.plugin = pt.proc.name
 		e.inline = true
@@ -465,11 +478,13 @@ func (r *ToolRegistry) Tools() []ToolInfo {
 	for _, name := range r.order {
 		e := r.entries[name]
 		infos = append(infos, ToolInfo{
-			Name:        name,
-			Description: e.schema.Function.Description,
-			Enabled:     e.enabled,
-			Annotations: e.ann,
-			Plugin:      e.plugin,
+			Name:         name,
+			Title:        sdk.TitleOf(e.tool),
+			OutputSchema: e.output,
+			Description:  e.schema.Function.Description,
+			Enabled:      e.enabled,
+			Annotations:  e.ann,
+			Plugin:       e.plugin,
 		})
 	}
 	return infos
@@ -517,7 +532,23 @@ func (r *ToolRegistry) IsToolEnabled(name string) bool {
 // Every call has a deadline: the tool's timeout, else the registry's.
 // While the call runs, the tool may ask for the registry's ToolContext
 // through sdk.HostState.
+//
+// Execute returns the text alone: ExecuteResult returns a tool's
+// structured result too.
 func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMessage) string {
+	return r.execute(ctx, name, args, nil)
+}
+
+// structuredOf is where execute puts a successful call's structured
+// result and the entry of its tool.
+type structuredOf struct {
+	structured json.RawMessage
+	entry      *entry
+}
+
+// execute runs a call and returns its text. A successful call sets
+// *out, when out is not nil.
+func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMessage, out *structuredOf) string {
 	r.mu.RLock()
 	e, ok := r.entries[name]
 	var enabled bool
@@ -542,15 +573,21 @@ func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMe
 	if err := toolcall.CheckUnicode(args); err != nil {
 		return failure(name, err)
 	}
-	call, err := prepare(e, args)
+	call, err := prepare(e, args, out != nil)
 	if err != nil {
 		return failure(name, err)
 	}
-	result, err := r.run(ctx, call, e.inline, timeout)
+	if err := r.checkRoots(ctx, e); err != nil {
+		return failure(name, err)
+	}
+	o, err := r.run(ctx, call, e.inline, timeout)
 	if err != nil {
 		return failure(name, err)
 	}
-	return result
+	if out != nil {
+		*out = structuredOf{structured: o.structured, entry: e}
+	}
+	return o.result
 }
 
 // prepare checks a call's arguments, on the caller's goroutine, and
@@ -558,7 +595,11 @@ func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMe
 // the schema it advertises does it once: a typed sdk tool here, a plugin
 // tool that says so in its plugin. Any other is checked against the
 // schema the registry resolved.
-func prepare(e *entry, args json.RawMessage) (call toolcall.Func, err error) {
+//
+// The structured result of a tool that is not a typed sdk tool is asked
+// for only when the caller wants it (ExecuteResult), so that a plugin
+// makes and sends none for Execute, which would drop it.
+func prepare(e *entry, args json.RawMessage, wantStructured bool) (call toolcall.Func, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			call, err = nil, fmt.Errorf("panic: %v", p)
@@ -572,8 +613,14 @@ func prepare(e *entry, args json.RawMessage) (call toolcall.Func, err error) {
 			return nil, err
 		}
 	}
+	if st, ok := e.tool.(sdk.StructuredTool); ok && wantStructured && e.output != nil {
+		return func(ctx context.Context) (string, json.RawMessage, error) { return st.ExecuteStructured(ctx, args) }, nil
+	}
 	tool := e.tool
-	return func(ctx context.Context) (string, error) { return tool.Execute(ctx, args) }, nil
+	return func(ctx context.Context) (string, json.RawMessage, error) {
+		text, err := tool.Execute(ctx, args)
+		return text, nil, err
+	}, nil
 }
 
 // failure is the text of a failed call. The message is cut to
@@ -596,8 +643,9 @@ func IsError(result string) bool {
 }
 
 type outcome struct {
-	result string
-	err    error
+	result     string
+	structured json.RawMessage
+	err        error
 }
 
 // run executes a prepared call under the deadline. An inline call runs on
@@ -605,7 +653,7 @@ type outcome struct {
 // plugin call, over gRPC). Any other runs on a goroutine of its own, so
 // that a tool ignoring its context is abandoned at the deadline: the
 // caller gets the timeout, and the tool's goroutine finishes on its own.
-func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool, timeout time.Duration) (string, error) {
+func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool, timeout time.Duration) (outcome, error) {
 	// When the caller's deadline comes first, it is the one to report.
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
@@ -632,17 +680,17 @@ func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool,
 		}
 	}
 	if finished && o.err == nil {
-		return o.result, nil
+		return o, nil
 	}
 	// A failure caused by the deadline or by cancellation says so, whatever
 	// the tool made of it.
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):
-		return "", fmt.Errorf("timed out after %s", timeout)
+		return outcome{}, fmt.Errorf("timed out after %s", timeout)
 	case ctxErr != nil:
-		return "", errors.New("canceled")
+		return outcome{}, errors.New("canceled")
 	}
-	return "", o.err
+	return outcome{}, o.err
 }
 
 // waiters are the channels on which calls' goroutines hand their outcome
@@ -650,7 +698,8 @@ func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool,
 var waiters = sync.Pool{New: func() any { return make(chan outcome, 1) }}
 
 // callContext is the context a tool runs in: the call's deadline and
-// cancellation, with the registry's workspace roots and state answering
+// cancellation, with the registry's workspace roots (narrowed by
+// WithRoots, when the caller's context asks) and state answering
 // sdk.Roots and sdk.HostState.
 type callContext struct {
 	context.Context
@@ -660,6 +709,9 @@ type callContext struct {
 func (c *callContext) Value(key any) any {
 	switch key.(type) {
 	case toolcall.RootsKey:
+		if asked, ok := c.Context.Value(clientRootsKey{}).(*clientRoots); ok {
+			return asked.narrowed(c.r)
+		}
 		return c.r.rootsValue
 	case toolcall.StateKey:
 		return c.r.stateValue
@@ -674,7 +726,7 @@ func protect(ctx context.Context, call toolcall.Func) (o outcome) {
 			o = outcome{err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	o.result, o.err = call(ctx)
+	o.result, o.structured, o.err = call(ctx)
 	return o
 }
 

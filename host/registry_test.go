@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -426,16 +427,16 @@ func TestRegistryHasToolAndIsToolEnabled(t *testing.T) {
 func TestRegistryTools(t *testing.T) {
 	t.Parallel()
 	r := newReg(t, nil)
-	typed := sdk.NewTool(sdk.Info{Name: "typed", Description: "Typed.", Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true}},
+	typed := sdk.NewTool(sdk.Info{Name: "typed", Title: "Typed tool", Description: "Typed.", Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true}},
 		func(context.Context, struct{}) (string, error) { return "", nil })
 	mustRegister(t, r, simple("plain"), optIn("remove"), typed)
 
 	want := []ToolInfo{
 		{Name: "plain", Description: "The plain tool.", Enabled: true},
 		{Name: "remove", Description: "The remove tool.", Enabled: false, Annotations: Annotations{Destructive: true, OptIn: true}},
-		{Name: "typed", Description: "Typed.", Enabled: true, Annotations: Annotations{ReadOnly: true, Idempotent: true}},
+		{Name: "typed", Title: "Typed tool", Description: "Typed.", Enabled: true, Annotations: Annotations{ReadOnly: true, Idempotent: true}},
 	}
-	if got := r.Tools(); !slices.Equal(got, want) {
+	if got := r.Tools(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Tools:\n got %+v\nwant %+v", got, want)
 	}
 	if err := r.Enable("remove"); err != nil {

@@ -62,12 +62,13 @@ func (p *toolSource) what() string {
 	return "plugin " + p.name
 }
 
-// call runs one of the source's tools.
-func (p *toolSource) call(ctx context.Context, tool string, args []byte) (string, error) {
+// call runs one of the source's tools: its text and its structured
+// result (nil when it has none).
+func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, error) {
 	if p.server != nil {
 		return p.callMCP(ctx, tool, args)
 	}
-	return p.execute(ctx, tool, args)
+	return p.execute(ctx, tool, args, wantStructured)
 }
 
 // startFailure words a call whose source could not be started.

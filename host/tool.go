@@ -1,6 +1,10 @@
 package host
 
-import "github.com/agenthost/agenthost/sdk"
+import (
+	"encoding/json"
+
+	"github.com/agenthost/agenthost/sdk"
+)
 
 // ExecutableTool is a tool the registry can hold: a name, a schema for the
 // model, and Execute. It is the sdk's Tool, so a tool written for a plugin
@@ -29,10 +33,16 @@ type ToolContext interface {
 
 // ToolInfo describes one registered tool.
 type ToolInfo struct {
-	Name        string
+	Name string
+	// Title is the tool's title for people (sdk.Info.Title, MCP's tool
+	// title), or "".
+	Title       string
 	Description string
-	Enabled     bool
-	Annotations Annotations
+	// OutputSchema is the JSON Schema of the tool's structured results
+	// (see ToolRegistry.ExecuteResult), or nil when it has none.
+	OutputSchema json.RawMessage
+	Enabled      bool
+	Annotations  Annotations
 	// Plugin is the base name of the plugin binary that serves the tool,
 	// or "" for a tool registered in-process.
 	Plugin string

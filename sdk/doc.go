@@ -95,6 +95,35 @@
 // exits or crashes during a call fails that call, and the next call
 // starts it again.
 //
+// # Titles and structured results
+//
+// [Info.Title] is a short title for people ("Read file"), which MCP
+// clients show in place of the tool's name.
+//
+// A tool whose answer has a structure (records, matches, an exit code)
+// can return it as data besides its text: [NewStructuredTool] takes a
+// handler that returns the text and an Out, a struct, from which the
+// tool's output schema is inferred as the parameter schema is from In.
+// Models read the text, as from any tool, so it says everything; MCP
+// clients get the Out too, as the result's structuredContent, and the
+// output schema in tools/list. The host checks each structured result
+// against the output schema before it passes it on: a call whose
+// structured result does not conform fails, with a text that says so.
+// A failed call has no structured result.
+//
+//	type countOutput struct {
+//		Lines int `json:"lines" jsonschema:"how many lines the file has"`
+//	}
+//
+//	countLines := sdk.NewStructuredTool(sdk.Info{Name: "count_lines", Title: "Count lines"},
+//		func(ctx context.Context, in countInput) (string, countOutput, error) {
+//			n, err := count(ctx, in.Path)
+//			return fmt.Sprintf("%d lines", n), countOutput{Lines: n}, err
+//		})
+//
+// A tool of another kind has a title by implementing [Titler], and
+// structured results by implementing [StructuredTool].
+//
 // # Inside a call
 //
 // The handler's context carries the call:

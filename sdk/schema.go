@@ -96,44 +96,70 @@ func dropNulls(s *jsonschema.Schema, args json.RawMessage) json.RawMessage {
 func withoutNulls(s *jsonschema.Schema, raw json.RawMessage) (json.RawMessage, bool) {
 	switch {
 	case len(s.Properties) > 0:
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(raw, &fields) != nil || fields == nil {
-			return raw, false
-		}
-		changed := false
-		for name, value := range fields {
+		return rewriteFields(raw, func(name string, value json.RawMessage) (json.RawMessage, bool) {
 			p, ok := s.Properties[name]
-			if !ok {
-				continue
+			switch {
+			case !ok:
+				return value, false
+			case isNull(value) && !slices.Contains(s.Required, name):
+				return nil, true
+			case isNull(value):
+				return value, false
 			}
-			if bytes.Equal(bytes.TrimSpace(value), []byte("null")) {
-				if !slices.Contains(s.Required, name) {
-					delete(fields, name)
-					changed = true
-				}
-				continue
-			}
-			if v, ok := withoutNulls(p, value); ok {
-				fields[name] = v
-				changed = true
-			}
-		}
-		return reencode(raw, fields, changed)
+			return withoutNulls(p, value)
+		})
 	case s.Items != nil:
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil || items == nil {
-			return raw, false
-		}
-		changed := false
-		for i, item := range items {
-			if v, ok := withoutNulls(s.Items, item); ok {
-				items[i] = v
-				changed = true
-			}
-		}
-		return reencode(raw, items, changed)
+		return rewriteItems(raw, func(item json.RawMessage) (json.RawMessage, bool) { return withoutNulls(s.Items, item) })
 	}
 	return raw, false
+}
+
+// isNull reports whether a JSON value is null.
+func isNull(value json.RawMessage) bool {
+	return bytes.Equal(bytes.TrimSpace(value), []byte("null"))
+}
+
+// rewriteFields decodes raw as an object and replaces the value of each
+// of its fields by what edit returns, a nil one deleting the field;
+// edit reports whether it changed the value. rewriteFields returns raw
+// encoded again when edit changed any, else raw, and reports which. A raw
+// that is not an object is returned as it is.
+func rewriteFields(raw json.RawMessage, edit func(name string, value json.RawMessage) (json.RawMessage, bool)) (json.RawMessage, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return raw, false
+	}
+	changed := false
+	for name, value := range fields {
+		v, ok := edit(name, value)
+		switch {
+		case !ok:
+			continue
+		case v == nil:
+			delete(fields, name)
+		default:
+			fields[name] = v
+		}
+		changed = true
+	}
+	return reencode(raw, fields, changed)
+}
+
+// rewriteItems is rewriteFields for the items of an array, which edit
+// replaces but never deletes.
+func rewriteItems(raw json.RawMessage, edit func(item json.RawMessage) (json.RawMessage, bool)) (json.RawMessage, bool) {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || items == nil {
+		return raw, false
+	}
+	changed := false
+	for i, item := range items {
+		if v, ok := edit(item); ok {
+			items[i] = v
+			changed = true
+		}
+	}
+	return reencode(raw, items, changed)
 }
 
 // reencode returns v encoded when changed, else raw.

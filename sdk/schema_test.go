@@ -120,7 +120,7 @@ func TestNewToolNullOptional(t *testing.T) {
 			if err != nil {
 				t.Fatalf("PrepareCall(%s): %v", tc.args, err)
 			}
-			if got, err := call(t.Context()); err != nil || got != tc.want {
+			if got, _, err := call(t.Context()); err != nil || got != tc.want {
 				t.Errorf("PrepareCall(%s) call = %q, %v; want %q", tc.args, got, err, tc.want)
 			}
 		})

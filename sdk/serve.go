@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -197,7 +198,7 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	if id := req.GetHostServiceId(); id != 0 {
 		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
 	}
-	result, err := s.run(ctx, t.Tool, req.GetArguments())
+	result, structured, err := s.run(ctx, t.Tool, req.GetArguments(), req.GetWantStructured())
 	if err != nil && ctx.Err() != nil {
 		// The call's deadline or the caller's cancellation ended it: say
 		// so in the protocol, so the host reports the cause, not whatever
@@ -207,24 +208,39 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	// Protobuf strings are UTF-8: bytes that are not reach the model as
 	// U+FFFD rather than break the response.
 	if err != nil {
-		return &toolv1.ExecuteResponse{Error: strings.ToValidUTF8(err.Error(), "\uFFFD")}, nil
+		return &toolv1.ExecuteResponse{Error: validUTF8(err.Error())}, nil
 	}
 	// gRPC would refuse to send it, in its own words.
-	if len(result) > wire.MaxMessageSize {
-		return &toolv1.ExecuteResponse{Error: wire.ResultTooLarge(len(result))}, nil
+	if n := len(result) + len(structured); n > wire.MaxMessageSize {
+		return &toolv1.ExecuteResponse{Error: wire.ResultTooLarge(n)}, nil
 	}
-	return &toolv1.ExecuteResponse{Result: strings.ToValidUTF8(result, "\uFFFD")}, nil
+	return &toolv1.ExecuteResponse{Result: validUTF8(result), StructuredResult: structured}, nil
 }
 
-// run executes t, turning a panic into the call's error.
-func (s *server) run(ctx context.Context, t Tool, args []byte) (result string, err error) {
+// validUTF8 returns s with each run of bytes that is not UTF-8 replaced
+// by U+FFFD. The check alone is much cheaper than strings.ToValidUTF8's
+// walk, rune by rune, of a large result that is all UTF-8, as most are.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// run executes t, turning a panic into the call's error. A tool with an
+// output schema returns its structured result too, when the host wants it.
+func (s *server) run(ctx context.Context, t Tool, args []byte, wantStructured bool) (result string, structured []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.logger.Error("tool panicked", "tool", t.Name(), "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic: %v", p)
+			result, structured, err = "", nil, fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return t.Execute(ctx, NormalizeArgs(args))
+	if st, ok := t.(StructuredTool); ok && wantStructured && st.OutputSchema() != nil {
+		return st.ExecuteStructured(ctx, NormalizeArgs(args))
+	}
+	result, err = t.Execute(ctx, NormalizeArgs(args))
+	return result, nil, err
 }
 
 // stateFunc asks the host's Host service, dialled once per broker id, for
@@ -294,8 +310,10 @@ func toolSpec(t Tool) *toolv1.ToolSpec {
 			Idempotent:  a.Idempotent,
 			OpenWorld:   a.OpenWorld,
 		},
-		OptIn:     a.OptIn,
-		TimeoutMs: uint32(min(a.Timeout.Milliseconds(), math.MaxUint32)),
+		OptIn:        a.OptIn,
+		TimeoutMs:    uint32(min(a.Timeout.Milliseconds(), math.MaxUint32)),
+		Title:        TitleOf(t),
+		OutputSchema: OutputSchemaOf(t),
 	}
 	// A typed tool checks its arguments itself: Execute validates them
 	// against the very schema above.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -391,5 +393,36 @@ func TestServerResponsesCrossTheWire(t *testing.T) {
 		if _, err := proto.Marshal(resp); err != nil {
 			t.Errorf("%s: the response %+v cannot be sent: %v", name, resp, err)
 		}
+	}
+}
+
+// countedOutput counts how many times it is encoded.
+type countedOutput struct {
+	N       int `json:"n"`
+	encoded *atomic.Int32
+}
+
+func (c countedOutput) MarshalJSON() ([]byte, error) {
+	c.encoded.Add(1)
+	return fmt.Appendf(nil, `{"n":%d}`, c.N), nil
+}
+
+// A structured tool's structured result is made and sent only for a call
+// whose host wants it: the agent's own calls read the text alone.
+func TestServerMakesStructuredResultsOnlyWhenWanted(t *testing.T) {
+	t.Parallel()
+	var encoded atomic.Int32
+	tool := NewStructuredTool(Info{Name: "count"}, func(context.Context, struct{}) (string, countedOutput, error) {
+		return "1", countedOutput{N: 1, encoded: &encoded}, nil
+	})
+	srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{tool}})
+
+	resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "count"})
+	if err != nil || resp.GetResult() != "1" || resp.GetStructuredResult() != nil || encoded.Load() != 0 {
+		t.Errorf("a call that does not want it: %v, %v; encoded %d times; want the text alone, encoded never", resp, err, encoded.Load())
+	}
+	resp, err = srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "count", WantStructured: true})
+	if err != nil || resp.GetResult() != "1" || string(resp.GetStructuredResult()) != `{"n":1}` || encoded.Load() != 1 {
+		t.Errorf("a call that wants it: %v, %v; encoded %d times; want the text and {\"n\":1}, encoded once", resp, err, encoded.Load())
 	}
 }

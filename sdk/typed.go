@@ -17,6 +17,10 @@ import (
 type Info struct {
 	// Name is the tool's name; it must match ^[a-zA-Z0-9_-]{1,64}$.
 	Name string
+	// Title is a short title for people, such as "Read file": MCP's
+	// tool title, which clients show in place of the name. Empty means
+	// none.
+	Title string
 	// Description tells the model what the tool does and when to use it.
 	Description string
 	// Annotations describe the tool's behaviour.
@@ -76,7 +80,11 @@ func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string
 		}
 		return resolved
 	})
-	return &typedTool[In]{info: info, params: params, schema: resolve, optional: hasOptional(schema), handler: handler}
+	run := func(ctx context.Context, in In) (string, json.RawMessage, error) {
+		text, err := handler(ctx, in)
+		return text, nil, err
+	}
+	return &typedTool[In]{info: info, params: params, schema: resolve, optional: hasOptional(schema), run: run}
 }
 
 type typedTool[In any] struct {
@@ -88,12 +96,15 @@ type typedTool[In any] struct {
 	// optional: the schema has optional properties, whose nulls decode
 	// drops.
 	optional bool
-	handler  func(context.Context, In) (string, error)
+	// run runs the handler: its text, its structured result (nil for a
+	// tool without one) and its error.
+	run func(context.Context, In) (string, json.RawMessage, error)
 }
 
 var (
 	_ Tool              = (*typedTool[struct{}])(nil)
 	_ Annotator         = (*typedTool[struct{}])(nil)
+	_ Titler            = (*typedTool[struct{}])(nil)
 	_ toolcall.Preparer = (*typedTool[struct{}])(nil)
 )
 
@@ -105,12 +116,15 @@ func (t *typedTool[In]) Schema() ChatTool {
 
 func (t *typedTool[In]) Annotations() Annotations { return t.info.Annotations }
 
+func (t *typedTool[In]) Title() string { return t.info.Title }
+
 func (t *typedTool[In]) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	in, err := t.decode(NormalizeArgs(args))
 	if err != nil {
 		return "", err
 	}
-	return t.handler(ctx, in)
+	text, _, err := t.run(ctx, in)
+	return text, err
 }
 
 // PrepareCall checks and decodes the arguments, so that a host that has
@@ -120,7 +134,7 @@ func (t *typedTool[In]) PrepareCall(args json.RawMessage) (toolcall.Func, error)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (string, error) { return t.handler(ctx, in) }, nil
+	return func(ctx context.Context) (string, json.RawMessage, error) { return t.run(ctx, in) }, nil
 }
 
 // decode validates args against the tool's schema and decodes them,

@@ -208,7 +208,7 @@ func TestNewToolPrepareCall(t *testing.T) {
 		if len(*calls) != 0 {
 			t.Fatalf("the handler ran before the call did: %+v", *calls)
 		}
-		if got, err := call(t.Context()); err != nil || got != "ok: p" {
+		if got, _, err := call(t.Context()); err != nil || got != "ok: p" {
 			t.Fatalf("call = %q, %v", got, err)
 		}
 		if want := (typedInput{Path: "p", Count: 3, Flag: true}); len(*calls) != 1 || (*calls)[0] != want {

@@ -24,6 +24,10 @@
 //	...
 //	text, isError, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"hi"}`))
 //
+// CallResult returns the result's structured content too, for the tools
+// whose Tool.OutputSchema the server declared; the host checks it
+// against that schema.
+//
 // Two error channels, as everywhere in the host:
 //   - A tool's own failure is data: Call returns the result's text with
 //     isError set, and err nil.

@@ -45,6 +45,10 @@ type Tool struct {
 	// false, destructive true, idempotent false, openWorld true. They are
 	// the server's claims, not facts.
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
+	// OutputSchema is the schema of the tool's structured results as the
+	// server sent it (re-encoded), or nil when it sent none. It is not
+	// checked here.
+	OutputSchema json.RawMessage
 }
 
 // Options configures a session.
@@ -200,10 +204,15 @@ func toolFrom(t *mcp.Tool) Tool {
 			out.OpenWorld = *a.OpenWorldHint
 		}
 	}
+	// A value decoded from JSON always encodes again.
 	if t.InputSchema != nil {
-		// A value decoded from JSON always encodes again.
 		if schema, err := json.Marshal(t.InputSchema); err == nil {
 			out.InputSchema = schema
+		}
+	}
+	if t.OutputSchema != nil {
+		if schema, err := json.Marshal(t.OutputSchema); err == nil {
+			out.OutputSchema = schema
 		}
 	}
 	return out
@@ -214,10 +223,29 @@ func toolFrom(t *mcp.Tool) Tool {
 // isError. When ctx ends first, Call returns at once with ctx's error and
 // the server is told with notifications/cancelled.
 func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (text string, isError bool, err error) {
+	res, err := s.CallResult(ctx, name, args)
+	return res.Text, res.IsError, err
+}
+
+// Result is a tool's result.
+type Result struct {
+	// Text is the result's text (see the package doc).
+	Text string
+	// IsError is the result's isError: the tool failed.
+	IsError bool
+	// Structured is the result's structuredContent as the server sent it
+	// (re-encoded), or nil when it sent none. It is not checked here.
+	Structured json.RawMessage
+}
+
+// CallResult is Call, returning the result's structured content too.
+// The text and the structured content together are bounded by
+// Options.MaxResult.
+func (s *Session) CallResult(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	var arguments any = map[string]any{}
 	if len(args) > 0 {
 		if !isObject(args) {
-			return "", false, errors.New("the arguments are not a JSON object")
+			return Result{}, errors.New("the arguments are not a JSON object")
 		}
 		arguments = args
 	}
@@ -225,13 +253,24 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	defer stop()
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
 	if err != nil {
-		return "", false, describe(ctx, s.done, "", err)
+		return Result{}, describe(ctx, s.done, "", err)
 	}
-	text, err = resultText(res, s.maxResult)
+	text, err := resultText(res, s.maxResult)
 	if err != nil {
-		return "", false, err
+		return Result{}, err
 	}
-	return text, res.IsError, nil
+	out := Result{Text: text, IsError: res.IsError}
+	if res.StructuredContent != nil && !res.IsError {
+		structured, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return Result{}, fmt.Errorf("the server's structured content could not be encoded: %v", err)
+		}
+		if size := len(text) + len(structured); size > s.maxResult {
+			return Result{}, tooLarge(size, s.maxResult)
+		}
+		out.Structured = structured
+	}
+	return out, nil
 }
 
 // isObject reports whether raw is one valid JSON object. It is on every

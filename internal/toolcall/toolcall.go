@@ -19,8 +19,10 @@ import (
 	"encoding/json"
 )
 
-// Func runs a call whose arguments have been checked.
-type Func func(ctx context.Context) (string, error)
+// Func runs a call whose arguments have been checked. It returns the
+// text the model reads, the call's structured result (a JSON object; nil
+// for a tool that has none) and the call's failure.
+type Func func(ctx context.Context) (text string, structured json.RawMessage, err error)
 
 // Preparer is implemented by tools that check their arguments against the
 // schema they advertise and decode them. PrepareCall does both and returns

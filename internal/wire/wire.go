@@ -21,7 +21,7 @@ const (
 
 	// ProtocolMinor is the minor version of the tool protocol this tree
 	// speaks. Minor versions only add fields and methods.
-	ProtocolMinor = 3
+	ProtocolMinor = 4
 
 	// PluginName is the name under which a plugin serves the tool protocol.
 	PluginName = "tools"

@@ -346,8 +346,18 @@ type ToolSpec struct {
 	// ..."), so the host does not check them a second time. The sdk's typed
 	// tools (sdk.NewTool) do. Since protocol 1.2.
 	ChecksArguments bool `protobuf:"varint,7,opt,name=checks_arguments,json=checksArguments,proto3" json:"checks_arguments,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A short title for people, such as "Read file": MCP's tool title,
+	// which clients show in place of the name. Empty means none. At most
+	// 256 bytes. Since protocol 1.4.
+	Title string `protobuf:"bytes,8,opt,name=title,proto3" json:"title,omitempty"`
+	// The JSON Schema of the tool's structured results, as JSON: an object
+	// schema ("type": "object"), at most 64 KiB. A tool that declares one
+	// returns a structured result (ExecuteResponse.structured_result) with
+	// every successful call. Empty means the tool has no structured
+	// results. Since protocol 1.4.
+	OutputSchema  []byte `protobuf:"bytes,9,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -427,6 +437,20 @@ func (x *ToolSpec) GetChecksArguments() bool {
 		return x.ChecksArguments
 	}
 	return false
+}
+
+func (x *ToolSpec) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetOutputSchema() []byte {
+	if x != nil {
+		return x.OutputSchema
+	}
+	return nil
 }
 
 // Annotations are hints about a tool's behaviour, after MCP's tool
@@ -514,6 +538,11 @@ type ExecuteRequest struct {
 	// tools that touch files must stay inside. The first is where relative
 	// paths resolve. Since protocol 1.1.
 	WorkspaceRoots []string `protobuf:"bytes,5,rep,name=workspace_roots,json=workspaceRoots,proto3" json:"workspace_roots,omitempty"`
+	// The host wants the structured result of a tool that has an output
+	// schema: it passes it on (as MCP structuredContent). When false, the
+	// host reads only the result, and the plugin need not make the
+	// structured one. Since protocol 1.4.
+	WantStructured bool `protobuf:"varint,6,opt,name=want_structured,json=wantStructured,proto3" json:"want_structured,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -583,15 +612,28 @@ func (x *ExecuteRequest) GetWorkspaceRoots() []string {
 	return nil
 }
 
+func (x *ExecuteRequest) GetWantStructured() bool {
+	if x != nil {
+		return x.WantStructured
+	}
+	return false
+}
+
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The tool's result, when it succeeded.
 	Result string `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
 	// The tool's failure, for the model to read. A non-empty error means the
 	// tool failed; a gRPC error means the protocol broke.
-	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The tool's structured result, when it succeeded and its ToolSpec has
+	// an output_schema: a JSON object that conforms to that schema, the same
+	// answer as result in a form for programs (MCP's structuredContent).
+	// The host fails a call whose structured result is missing, is not a
+	// JSON object or does not conform. Since protocol 1.4.
+	StructuredResult []byte `protobuf:"bytes,3,opt,name=structured_result,json=structuredResult,proto3" json:"structured_result,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
@@ -636,6 +678,13 @@ func (x *ExecuteResponse) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *ExecuteResponse) GetStructuredResult() []byte {
+	if x != nil {
+		return x.StructuredResult
+	}
+	return nil
 }
 
 type GetStateRequest struct {
@@ -774,7 +823,7 @@ const file_tool_proto_rawDesc = "" +
 	"ROOTS_NONE\x10\x01\x12\x0e\n" +
 	"\n" +
 	"ROOTS_READ\x10\x02\x12\x14\n" +
-	"\x10ROOTS_READ_WRITE\x10\x03\"\x90\x02\n" +
+	"\x10ROOTS_READ_WRITE\x10\x03\"\xcb\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
@@ -783,7 +832,9 @@ const file_tool_proto_rawDesc = "" +
 	"\x06opt_in\x18\x05 \x01(\bR\x05optIn\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12)\n" +
-	"\x10checks_arguments\x18\a \x01(\bR\x0fchecksArguments\"\x8b\x01\n" +
+	"\x10checks_arguments\x18\a \x01(\bR\x0fchecksArguments\x12\x14\n" +
+	"\x05title\x18\b \x01(\tR\x05title\x12#\n" +
+	"\routput_schema\x18\t \x01(\fR\foutputSchema\"\x8b\x01\n" +
 	"\vAnnotations\x12\x1b\n" +
 	"\tread_only\x18\x01 \x01(\bR\breadOnly\x12 \n" +
 	"\vdestructive\x18\x02 \x01(\bR\vdestructive\x12\x1e\n" +
@@ -791,16 +842,18 @@ const file_tool_proto_rawDesc = "" +
 	"idempotent\x18\x03 \x01(\bR\n" +
 	"idempotent\x12\x1d\n" +
 	"\n" +
-	"open_world\x18\x04 \x01(\bR\topenWorld\"\xac\x01\n" +
+	"open_world\x18\x04 \x01(\bR\topenWorld\"\xd5\x01\n" +
 	"\x0eExecuteRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\fR\targuments\x12&\n" +
 	"\x0fhost_service_id\x18\x03 \x01(\rR\rhostServiceId\x12\x17\n" +
 	"\acall_id\x18\x04 \x01(\x04R\x06callId\x12'\n" +
-	"\x0fworkspace_roots\x18\x05 \x03(\tR\x0eworkspaceRoots\"?\n" +
+	"\x0fworkspace_roots\x18\x05 \x03(\tR\x0eworkspaceRoots\x12'\n" +
+	"\x0fwant_structured\x18\x06 \x01(\bR\x0ewantStructured\"l\n" +
 	"\x0fExecuteResponse\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"*\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12+\n" +
+	"\x11structured_result\x18\x03 \x01(\fR\x10structuredResult\"*\n" +
 	"\x0fGetStateRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\"\x9b\x01\n" +
 	"\x10GetStateResponse\x12#\n" +

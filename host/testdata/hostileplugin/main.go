@@ -14,6 +14,13 @@
 //	badschema tools that check their own arguments, with a schema that
 //	          refers to nothing, one that is not an object schema, and a
 //	          fine one
+//	typed     tools with an output schema whose structured results
+//	          conform (typed_good), are not JSON (typed_not_json), are not
+//	          an object (typed_array), do not conform (typed_wrong) or
+//	          are missing (typed_missing); one whose output schema does
+//	          not resolve (typed_bad_ref); one whose output schema is not
+//	          an object schema and one with a title of 1 KiB, which the
+//	          host refuses
 package main
 
 import (
@@ -31,6 +38,9 @@ import (
 )
 
 const emptySchema = `{"type":"object","properties":{}}`
+
+// countSchema is the output schema of the typed tools.
+const countSchema = `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`
 
 type server struct {
 	toolv1.UnimplementedToolPluginServer
@@ -70,6 +80,20 @@ func (s *server) Describe(context.Context, *toolv1.DescribeRequest) (*toolv1.Des
 		resp.Tools = append(resp.Tools, tool("read_file"), tool("hostile_tool"))
 	case "errors":
 		resp.Tools = append(resp.Tools, tool("huge_error"), tool("huge_result"))
+	case "typed":
+		for _, name := range []string{"typed_good", "typed_not_json", "typed_array", "typed_wrong", "typed_missing"} {
+			t := tool(name)
+			t.Title = "Typed: " + name
+			t.OutputSchema = []byte(countSchema)
+			resp.Tools = append(resp.Tools, t)
+		}
+		ref := tool("typed_bad_ref")
+		ref.OutputSchema = []byte(`{"type":"object","properties":{"n":{"$ref":"#/$defs/missing"}}}`)
+		str := tool("typed_not_object")
+		str.OutputSchema = []byte(`{"type":"string"}`)
+		long := tool("typed_long_title")
+		long.Title = strings.Repeat("t", 1<<10)
+		resp.Tools = append(resp.Tools, ref, str, long)
 	case "badschema":
 		ref := tool("bad_ref")
 		ref.ParametersSchema = []byte(`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`)
@@ -90,6 +114,14 @@ func (s *server) Execute(_ context.Context, req *toolv1.ExecuteRequest) (*toolv1
 		return &toolv1.ExecuteResponse{Error: "x" + strings.Repeat("é", 2<<20)}, nil
 	case "huge_result":
 		return &toolv1.ExecuteResponse{Result: strings.Repeat("x", 66<<20)}, nil
+	case "typed_good", "typed_bad_ref":
+		return &toolv1.ExecuteResponse{Result: "1", StructuredResult: []byte(`{"n":1}`)}, nil
+	case "typed_not_json":
+		return &toolv1.ExecuteResponse{Result: "1", StructuredResult: []byte(`{"n":`)}, nil
+	case "typed_array":
+		return &toolv1.ExecuteResponse{Result: "1", StructuredResult: []byte(`[1]`)}, nil
+	case "typed_wrong":
+		return &toolv1.ExecuteResponse{Result: "1", StructuredResult: []byte(`{"n":"one"}`)}, nil
 	}
 	return &toolv1.ExecuteResponse{Result: "ok"}, nil
 }

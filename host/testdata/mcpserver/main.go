@@ -1,16 +1,19 @@
 // Command mcpserver is an MCP server over stdio whose tools misbehave on
 // request, for the host's tests of MCP servers as tool sources: it
 // crashes, sleeps past deadlines, spawns children, reads files the
-// sandbox may forbid and changes its list of tools.
+// sandbox may forbid and changes its list of tools; one of its tools has
+// structured results, and another breaks its output schema.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +34,10 @@ type pathIn struct {
 }
 
 type none struct{}
+
+type countOut struct {
+	Words int `json:"words"`
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -107,6 +114,23 @@ func main() {
 				})
 			return text("grew"), nil, nil
 		})
+	mcp.AddTool(server, &mcp.Tool{Name: "count", Title: "Count words", Description: "Count the words of the text."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, countOut, error) {
+			n := len(strings.Fields(in.Text))
+			return text(fmt.Sprintf("%d words", n)), countOut{Words: n}, nil
+		})
+	// The SDK's AddTool of a raw handler checks nothing against the
+	// output schema.
+	server.AddTool(&mcp.Tool{
+		Name:         "lie",
+		Description:  "Declare an output schema, and answer what breaks it.",
+		InputSchema:  json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"words":{"type":"integer"}},"required":["words"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := text("two words")
+		r.StructuredContent = map[string]any{"words": "two"}
+		return r, nil
+	})
 	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "mcpserver:", err)
 		os.Exit(1)
