@@ -21,8 +21,8 @@ func TestDefaultRegistryHoldsEveryBuiltIn(t *testing.T) {
 	reg := load(t, pluginDir(t, "fs", "session", "search", "bash"), &host.Options{Roots: []string{work}})
 
 	builtIns := []string{
-		"read_file", "write_file", "save_session_context", "list_dir", "file_info", "mkdir",
-		"remove", "move", "search_text", "search_files", "run_bash", "edit_file",
+		"read_file", "read_multiple_files", "write_file", "save_session_context", "list_dir", "file_info",
+		"mkdir", "remove", "move", "search_text", "search_files", "run_bash", "edit_file",
 	}
 	names := reg.ToolNames()
 	for _, name := range builtIns {

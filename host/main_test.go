@@ -70,7 +70,7 @@ func startedMarker(t *testing.T, opts *host.Options) string {
 }
 
 // fsTools are the tools of agenthost-plugin-fs, in its order.
-var fsTools = []string{"read_file", "write_file", "list_dir", "file_info", "mkdir", "remove", "move", "edit_file"}
+var fsTools = []string{"read_file", "read_multiple_files", "write_file", "list_dir", "file_info", "mkdir", "remove", "move", "edit_file"}
 
 // Plugins of this tree, by the name they are installed under.
 var pluginPackages = map[string]string{

@@ -90,7 +90,7 @@ func TestCommands(t *testing.T) {
 		"--disable":          {args: []string{"--plugins", dir, "call", "--disable", "echo", "echo", `{"text":"x"}`}, code: 1, stderrHas: "Error: tool not available: echo is disabled\n"},
 		"bad arguments":      {args: []string{"--plugins", dir, "call", "echo", `{"text":1}`}, code: 1, stderrHas: "Error executing echo: invalid arguments: text: type: 1"},
 		"tools":              {args: []string{"--plugins", dir, "--enable", "danger", "--disable", "write_file", "tools"}, contains: []string{"NAME ", "read_file ", "write_file            disabled  agenthost-plugin-fs ", "danger                enabled   agenthost-plugin-test ", "save_session_context  enabled   agenthost-plugin-session  Save the current session context"}},
-		"plugins":            {args: []string{"--plugins", dir, "plugins"}, contains: []string{filepath.Join(dir, "agenthost-plugin-fs") + " (built-in)\n", "  tools: read_file, write_file, list_dir, file_info, mkdir, remove, move, edit_file\n", "  tools: save_session_context\n"}},
+		"plugins":            {args: []string{"--plugins", dir, "plugins"}, contains: []string{filepath.Join(dir, "agenthost-plugin-fs") + " (built-in)\n", "  tools: read_file, read_multiple_files, write_file, list_dir, file_info, mkdir, remove, move, edit_file\n", "  tools: save_session_context\n"}},
 		"help":               {args: []string{"--help"}, contains: []string{"Usage:", "call NAME [ARGS_JSON | -]"}},
 		"command help":       {args: []string{"tools", "--help"}, contains: []string{"agenthost tools [--json]", "-json"}},
 		"no command":         {args: nil, code: 2, stderrHas: "agenthost: no command given (see agenthost --help)\n", stderrLine: true},

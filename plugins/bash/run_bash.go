@@ -36,8 +36,9 @@ type runBashInput struct {
 }
 
 // runBash is the run_bash tool.
-var runBash = sdk.NewTool(sdk.Info{
-	Name: "run_bash",
+var runBash = sdk.NewStructuredTool(sdk.Info{
+	Name:  "run_bash",
+	Title: "Run shell command",
 	Description: "Run a shell command with bash -c (/bin/sh where bash is missing) and return its output. " +
 		"WARNING: the command runs with the user's full permissions: it can read, change or delete anything the user can, anywhere, and reach the network. Only cwd is checked against the workspace roots, not what the command does. " +
 		"stdin is /dev/null, so the command must not wait for input. " +
@@ -54,42 +55,42 @@ var runBash = sdk.NewTool(sdk.Info{
 		// between SIGTERM and SIGKILL, and some slack for the answer.
 		Timeout: maxTimeout + killGrace + 3*time.Second,
 	},
-}, func(ctx context.Context, in runBashInput) (string, error) {
+}, func(ctx context.Context, in runBashInput) (string, result, error) {
 	if strings.TrimSpace(in.Command) == "" {
-		return "", errors.New("command is empty")
+		return "", result{}, errors.New("command is empty")
 	}
 	if strings.ContainsRune(in.Command, 0) {
-		return "", errors.New("command contains a NUL byte")
+		return "", result{}, errors.New("command contains a NUL byte")
 	}
 	timeout, err := commandTimeout(in.Timeout)
 	if err != nil {
-		return "", err
+		return "", result{}, err
 	}
 	dir, err := workingDir(ctx, in.Cwd)
 	if err != nil {
-		return "", err
+		return "", result{}, err
 	}
 	env, err := commandEnv(os.Environ(), dir, in.Env)
 	if err != nil {
-		return "", err
+		return "", result{}, err
 	}
 	sb, err := sandboxFor(sdk.Roots(ctx))
 	if err != nil {
-		return "", fmt.Errorf("the command was not run: %w", err)
+		return "", result{}, fmt.Errorf("the command was not run: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("the command was not run: %w", err)
+		return "", result{}, fmt.Errorf("the command was not run: %w", err)
 	}
 
 	out, err := run(ctx, job{shell: shellPath(), command: in.Command, dir: dir, env: env, timeout: timeout, sandbox: sb})
 	if err != nil {
-		return "", fmt.Errorf("running the command: %w", err)
+		return "", result{}, fmt.Errorf("running the command: %w", err)
 	}
 	ms := out.duration.Milliseconds()
 	res := result{Stdout: out.stdout.String(), Stderr: out.stderr.String(), DurationMS: ms}
 	switch out.stopped {
 	case stoppedByCancel:
-		return "", fmt.Errorf("the call was cancelled after %d ms: the command and its process group were killed (%w)", out.stoppedAfter.Milliseconds(), ctx.Err())
+		return "", result{}, fmt.Errorf("the call was cancelled after %d ms: the command and its process group were killed (%w)", out.stoppedAfter.Milliseconds(), ctx.Err())
 	case stoppedByTimeout:
 		res.ExitCode, res.TimedOut = -1, true
 		res.Stderr = addNotice(res.Stderr, fmt.Sprintf("[timed out after %d ms: the command and its process group were killed]", timeout.Milliseconds()))
@@ -103,10 +104,12 @@ var runBash = sdk.NewTool(sdk.Info{
 			res.Stderr = addNotice(res.Stderr, fmt.Sprintf("[killed by signal %d (%s)]", int(sig), sig))
 		}
 	}
-	return res.encode()
+	text, err := res.encode()
+	return text, res, err
 })
 
-// result is run_bash's answer.
+// result is run_bash's answer: its text, and its structured result. The
+// tool's description says what each field holds.
 type result struct {
 	Stdout     string `json:"stdout"`
 	Stderr     string `json:"stderr"`

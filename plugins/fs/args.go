@@ -27,6 +27,7 @@ type checkedTool struct {
 var (
 	_ sdk.Tool          = checkedTool{}
 	_ sdk.Annotator     = checkedTool{}
+	_ sdk.Titler        = checkedTool{}
 	_ toolcall.Preparer = checkedTool{}
 )
 
@@ -36,6 +37,7 @@ func checked(t sdk.Tool) sdk.Tool { return checkedTool{tool: t} }
 func (c checkedTool) Name() string                 { return c.tool.Name() }
 func (c checkedTool) Schema() sdk.ChatTool         { return c.tool.Schema() }
 func (c checkedTool) Annotations() sdk.Annotations { return sdk.AnnotationsOf(c.tool) }
+func (c checkedTool) Title() string                { return sdk.TitleOf(c.tool) }
 
 func (c checkedTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	args = sdk.NormalizeArgs(args)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,41 +26,70 @@ type fileInfoInput struct {
 	Paths []string `json:"paths" jsonschema:"Paths to describe, 1 to 100."`
 }
 
-var fileInfo = checked(sdk.NewTool(sdk.Info{
-	Name: "file_info",
+// fileInfoOutput is file_info's structured result.
+type fileInfoOutput struct {
+	Files []fileRecord `json:"files" jsonschema:"one per path, in the order given"`
+}
+
+// fileRecord is what file_info says of one path: its error, or its
+// description, the fields of its text block.
+type fileRecord struct {
+	Path        string `json:"path"`
+	Error       string `json:"error,omitempty" jsonschema:"why the path could not be described; then nothing else is set"`
+	Type        string `json:"type,omitempty"`
+	Target      string `json:"target,omitempty" jsonschema:"a symlink's target"`
+	Device      string `json:"device,omitempty" jsonschema:"a device's major:minor"`
+	Size        *int64 `json:"size,omitempty"`
+	Permissions string `json:"permissions,omitempty"`
+	Mode        string `json:"mode,omitempty" jsonschema:"octal"`
+	Owner       string `json:"owner,omitempty"`
+	Group       string `json:"group,omitempty"`
+	Links       uint64 `json:"links,omitempty"`
+	Modified    string `json:"modified,omitempty"`
+	Accessed    string `json:"accessed,omitempty"`
+	Changed     string `json:"changed,omitempty"`
+	Created     string `json:"created,omitempty"`
+}
+
+var fileInfo = checkedStructured(sdk.NewStructuredTool(sdk.Info{
+	Name:  "file_info",
+	Title: "Describe files",
 	Description: "Describe files without reading them: for each path, its type (file, directory, symlink with its target, fifo, socket, device), size in bytes, " +
 		"permissions (-rw-r--r-- and octal), owner and group, link count, and modified, accessed, changed and created times (RFC 3339; created is \"unknown\" where the file system does not keep it). " +
 		"A symbolic link is described itself, never followed. One block per path, in the order given; a path that fails shows its error in its place. " +
 		"The call fails only when every path fails.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
-}, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in fileInfoInput) (string, error) {
+}, inWorkspaceStructured(func(ctx context.Context, w *workspace.Workspace, in fileInfoInput) (string, fileInfoOutput, error) {
+	var res fileInfoOutput
 	switch n := len(in.Paths); {
 	case n == 0:
-		return "", errors.New("paths is empty: give 1 to 100 paths")
+		return "", res, errors.New("paths is empty: give 1 to 100 paths")
 	case n > maxInfoPaths:
-		return "", fmt.Errorf("%d paths is too many: give at most %d per call", n, maxInfoPaths)
+		return "", res, fmt.Errorf("%d paths is too many: give at most %d per call", n, maxInfoPaths)
 	}
 	var out strings.Builder
 	var errs []error
-	names := &ownerNames{}
 	for _, arg := range in.Paths {
 		if err := ctx.Err(); err != nil {
-			return "", err
+			return "", res, err
 		}
-		err := describe(&out, w, arg, names)
+		rec, err := describe(w, arg)
 		switch {
 		case err == nil:
+			rec.write(&out)
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return "", err
+			return "", res, err
 		default:
 			errs = append(errs, err)
 			fmt.Fprintf(&out, "error: %v\n", err)
+			rec = fileRecord{Path: arg, Error: err.Error()}
 		}
+		res.Files = append(res.Files, rec)
 	}
 	if len(errs) == len(in.Paths) {
-		return "", errors.Join(errs...)
+		return "", res, errors.Join(errs...)
 	}
-	return out.String(), nil
+	return out.String(), res, nil
 })))
 
 // fileStat is what file_info reports of a file, as lstat (statx on
@@ -74,45 +104,72 @@ type fileStat struct {
 	born                     time.Time // zero when unknown
 }
 
-// describe writes the block for one path: the path's own entry, a
-// symbolic link not followed.
-func describe(out *strings.Builder, w *workspace.Workspace, arg string, names *ownerNames) error {
+// describe describes one path: the path's own entry, a symbolic link
+// not followed.
+func describe(w *workspace.Workspace, arg string) (fileRecord, error) {
 	given, p, err := w.ResolveFollow(arg, false)
 	if err != nil {
-		return err
+		return fileRecord{}, err
 	}
 	st, err := lstatPath(p)
 	if err != nil {
-		return pathErr(p, err)
+		return fileRecord{}, pathErr(p, err)
 	}
-	out.WriteString(textsafe.Name(given.Display()))
-	out.WriteString(": ")
+	rec := fileRecord{
+		Path:        given.Display(),
+		Size:        &st.size,
+		Permissions: modeString(st.mode),
+		Mode:        fmt.Sprintf("%04o", st.mode&0o7777),
+		Owner:       userNames.name(st.uid),
+		Group:       groupNames.name(st.gid),
+		Links:       st.nlink,
+		Modified:    stamp(st.modified),
+		Accessed:    stamp(st.accessed),
+		Changed:     stamp(st.chgd),
+		Created:     stamp(st.born),
+	}
 	switch st.mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		out.WriteString("file")
+		rec.Type = "file"
 	case unix.S_IFDIR:
-		out.WriteString("directory")
+		rec.Type = "directory"
 	case unix.S_IFLNK:
-		target, err := p.Root.Readlink(p.Rel)
+		rec.Type = "symlink"
+		rec.Target, err = p.Root.Readlink(p.Rel)
 		if err != nil {
-			target = "?"
+			rec.Target = "?"
 		}
-		out.WriteString("symlink -> ")
-		out.WriteString(textsafe.Name(target))
 	case unix.S_IFCHR, unix.S_IFBLK:
-		fmt.Fprintf(out, "%s %d:%d", workspace.Kind(typeBits(st.mode)), st.rdevMajor, st.rdevMinor)
+		rec.Type = workspace.Kind(typeBits(st.mode))
+		rec.Device = fmt.Sprintf("%d:%d", st.rdevMajor, st.rdevMinor)
 	default:
-		out.WriteString(workspace.Kind(typeBits(st.mode)))
+		rec.Type = workspace.Kind(typeBits(st.mode))
 	}
-	fmt.Fprintf(out, ", %d bytes", st.size)
-	if st.size >= 1024 && st.mode&unix.S_IFMT == unix.S_IFREG {
-		fmt.Fprintf(out, " (%s)", formatSize(st.size))
+	return rec, nil
+}
+
+// write writes the text block of a path described.
+func (rec *fileRecord) write(out *strings.Builder) {
+	out.WriteString(textsafe.Name(rec.Path))
+	out.WriteString(": ")
+	out.WriteString(rec.Type)
+	switch {
+	case rec.Type == "symlink":
+		out.WriteString(" -> ")
+		out.WriteString(textsafe.Name(rec.Target))
+	case rec.Device != "":
+		out.WriteString(" ")
+		out.WriteString(rec.Device)
 	}
-	fmt.Fprintf(out, "\n  permissions %s (%04o), owner %s, group %s, links %d\n",
-		modeString(st.mode), st.mode&0o7777, names.user(st.uid), names.group(st.gid), st.nlink)
+	size := *rec.Size
+	fmt.Fprintf(out, ", %d bytes", size)
+	if size >= 1024 && rec.Type == "file" {
+		fmt.Fprintf(out, " (%s)", formatSize(size))
+	}
+	fmt.Fprintf(out, "\n  permissions %s (%s), owner %s, group %s, links %d\n",
+		rec.Permissions, rec.Mode, rec.Owner, rec.Group, rec.Links)
 	fmt.Fprintf(out, "  modified %s\n  accessed %s\n  changed %s\n  created %s\n",
-		stamp(st.modified), stamp(st.accessed), stamp(st.chgd), stamp(st.born))
-	return nil
+		rec.Modified, rec.Accessed, rec.Changed, rec.Created)
 }
 
 // lstatPath stats p itself, without following a final link: through a
@@ -221,44 +278,64 @@ func modeString(mode uint32) string {
 	return string(b)
 }
 
-// ownerNames names user and group ids (os/user), each id looked up at
-// most once a call; an id without a name is shown alone.
-type ownerNames struct {
-	users, groups map[uint32]string
+// nameTTL is how long a user or group name looked up is kept, across
+// calls: os/user reads /etc/group (or /etc/passwd) whole for each
+// look-up, which cost file_info of one path a fifth of its time in the
+// plugin. A name changed there shows within a second.
+const nameTTL = time.Second
+
+// maxNames bounds the ids of one kind whose names are kept.
+const maxNames = 1024
+
+// idNames names the ids of one kind, users or groups, as lookup does,
+// keeping each answer for nameTTL.
+type idNames struct {
+	lookup func(id string) string // "" for an id without a name
+
+	mu    sync.Mutex
+	names map[uint32]idName
 }
 
-func (n *ownerNames) user(id uint32) string {
-	return lookupName(&n.users, id, func(s string) string {
-		if u, err := user.LookupId(s); err == nil {
+// idName is a name looked up, and when it was.
+type idName struct {
+	name string
+	at   time.Time
+}
+
+var (
+	userNames = &idNames{lookup: func(id string) string {
+		if u, err := user.LookupId(id); err == nil {
 			return u.Username
 		}
 		return ""
-	})
-}
-
-func (n *ownerNames) group(id uint32) string {
-	return lookupName(&n.groups, id, func(s string) string {
-		if g, err := user.LookupGroupId(s); err == nil {
+	}}
+	groupNames = &idNames{lookup: func(id string) string {
+		if g, err := user.LookupGroupId(id); err == nil {
 			return g.Name
 		}
 		return ""
-	})
-}
+	}}
+)
 
-// lookupName is "name (id)", or the id alone when lookup finds no name;
-// cache keeps what lookup said of each id.
-func lookupName(cache *map[uint32]string, id uint32, lookup func(id string) string) string {
+// name is "name (id)", or the id alone when lookup finds no name.
+func (n *idNames) name(id uint32) string {
 	s := strconv.FormatUint(uint64(id), 10)
-	if *cache == nil {
-		*cache = map[uint32]string{}
+	now := time.Now()
+	n.mu.Lock()
+	known, ok := n.names[id]
+	n.mu.Unlock()
+	if !ok || now.Sub(known.at) >= nameTTL {
+		// Looked up unlocked: a slow look-up holds up no other call.
+		known = idName{name: n.lookup(s), at: now}
+		n.mu.Lock()
+		if n.names == nil || len(n.names) >= maxNames {
+			n.names = map[uint32]idName{}
+		}
+		n.names[id] = known
+		n.mu.Unlock()
 	}
-	name, ok := (*cache)[id]
-	if !ok {
-		name = lookup(s)
-		(*cache)[id] = name
-	}
-	if name == "" {
+	if known.name == "" {
 		return s
 	}
-	return textsafe.Name(name) + " (" + s + ")"
+	return textsafe.Name(known.name) + " (" + s + ")"
 }

@@ -45,8 +45,7 @@ const infoTimes = `  modified \S+\n  accessed \S+\n  changed \S+\n  created \S+\
 // owner is how file_info names the test's own user and group.
 func owner(t *testing.T) string {
 	t.Helper()
-	n := &ownerNames{}
-	return fmt.Sprintf("owner %s, group %s", n.user(uint32(os.Getuid())), n.group(uint32(os.Getgid())))
+	return fmt.Sprintf("owner %s, group %s", userNames.name(uint32(os.Getuid())), groupNames.name(uint32(os.Getgid())))
 }
 
 func TestFileInfo(t *testing.T) {
@@ -213,4 +212,50 @@ func TestFileInfoInPlugin(t *testing.T) {
 	noGoText(t, "file_info", got)
 	wantAnswer(t, "file_info, every path failing", p.call("file_info", map[string]any{"paths": []string{"nope", "outdir/x"}}),
 		"Error executing file_info: nope: no such file or directory\npath \"outdir/x\" is outside the workspace roots")
+}
+
+// TestIDNames checks that a name looked up is kept for nameTTL and then
+// looked up again, that an id without a name is shown alone, and that
+// the names kept are bounded.
+func TestIDNames(t *testing.T) {
+	t.Parallel()
+	calls := map[string]int{}
+	n := &idNames{lookup: func(id string) string {
+		calls[id]++
+		if id == "7" {
+			return ""
+		}
+		return "user" + id
+	}}
+	for range 3 {
+		if got := n.name(5); got != "user5 (5)" {
+			t.Errorf("name(5) = %q, want %q", got, "user5 (5)")
+		}
+		if got := n.name(7); got != "7" {
+			t.Errorf("name(7) = %q, want the id alone", got)
+		}
+	}
+	if calls["5"] != 1 || calls["7"] != 1 {
+		t.Errorf("looked up %v within the TTL, want each id once", calls)
+	}
+
+	n.mu.Lock()
+	stale := n.names[5]
+	stale.at = stale.at.Add(-nameTTL)
+	n.names[5] = stale
+	n.mu.Unlock()
+	n.name(5)
+	if calls["5"] != 2 {
+		t.Errorf("a name kept for its TTL was looked up %d times in all, want 2", calls["5"])
+	}
+
+	for id := range uint32(maxNames + 10) {
+		n.name(id + 100)
+	}
+	n.mu.Lock()
+	kept := len(n.names)
+	n.mu.Unlock()
+	if kept > maxNames {
+		t.Errorf("%d names kept, more than %d", kept, maxNames)
+	}
 }

@@ -392,14 +392,14 @@ func argsFor(name string) string {
 		return `{"source":"a","destination":"b"}`
 	case "edit_file":
 		return `{"path":"x","old_string":"a","new_string":"b"}`
-	case "file_info":
+	case "file_info", "read_multiple_files":
 		return `{"paths":["x"]}`
 	}
 	return `{"path":"x","content":""}`
 }
 
 // tools are the tools main serves.
-var tools = []sdk.Tool{readFile, writeFile, listDir, fileInfo, mkdir, remove, move, editFile}
+var tools = []sdk.Tool{readFile, readMultipleFiles, writeFile, listDir, fileInfo, mkdir, remove, move, editFile}
 
 func TestFSToolSchemas(t *testing.T) {
 	t.Parallel()
@@ -408,14 +408,15 @@ func TestFSToolSchemas(t *testing.T) {
 		required []string
 		ann      sdk.Annotations
 	}{
-		"read_file":  {readFile, []string{"path"}, sdk.Annotations{ReadOnly: true, Idempotent: true}},
-		"write_file": {writeFile, []string{"path", "content"}, sdk.Annotations{Destructive: true, Idempotent: true}},
-		"list_dir":   {listDir, nil, sdk.Annotations{ReadOnly: true, Idempotent: true}},
-		"file_info":  {fileInfo, []string{"paths"}, sdk.Annotations{ReadOnly: true, Idempotent: true}},
-		"mkdir":      {mkdir, []string{"path"}, sdk.Annotations{Idempotent: true}},
-		"remove":     {remove, []string{"path"}, sdk.Annotations{Destructive: true, OptIn: true}},
-		"move":       {move, []string{"source", "destination"}, sdk.Annotations{Destructive: true}},
-		"edit_file":  {editFile, []string{"path", "old_string", "new_string"}, sdk.Annotations{Destructive: true}},
+		"read_file":           {readFile, []string{"path"}, sdk.Annotations{ReadOnly: true, Idempotent: true}},
+		"read_multiple_files": {readMultipleFiles, []string{"paths"}, sdk.Annotations{ReadOnly: true, Idempotent: true}},
+		"write_file":          {writeFile, []string{"path", "content"}, sdk.Annotations{Destructive: true, Idempotent: true}},
+		"list_dir":            {listDir, nil, sdk.Annotations{ReadOnly: true, Idempotent: true}},
+		"file_info":           {fileInfo, []string{"paths"}, sdk.Annotations{ReadOnly: true, Idempotent: true}},
+		"mkdir":               {mkdir, []string{"path"}, sdk.Annotations{Idempotent: true}},
+		"remove":              {remove, []string{"path"}, sdk.Annotations{Destructive: true, OptIn: true}},
+		"move":                {move, []string{"source", "destination"}, sdk.Annotations{Destructive: true}},
+		"edit_file":           {editFile, []string{"path"}, sdk.Annotations{Destructive: true}},
 	}
 	if len(tests) != len(tools) {
 		t.Errorf("%d tools in the table, %d served", len(tests), len(tools))

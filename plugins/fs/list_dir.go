@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -26,33 +27,39 @@ const (
 )
 
 type listDirInput struct {
-	Path          string `json:"path,omitempty" jsonschema:"Directory to list. Default: the first workspace root."`
-	Depth         int    `json:"depth,omitempty" jsonschema:"How many levels to list, 1 to 5. Default 1: the directory's own entries. Deeper levels are shown as an indented tree."`
-	IncludeHidden bool   `json:"include_hidden,omitempty" jsonschema:"List entries whose names start with a dot. Default false."`
-	MaxEntries    int    `json:"max_entries,omitempty" jsonschema:"Most entries to show. Default 500."`
-	NamesOnly     bool   `json:"names_only,omitempty" jsonschema:"Leave out file sizes: list names and kinds only (directories with /, links with their targets), as the directory itself records them, without examining each entry. Quicker on large directories. Default false: files with their sizes."`
+	Path          string   `json:"path,omitempty" jsonschema:"Directory to list. Default: the first workspace root."`
+	Depth         int      `json:"depth,omitempty" jsonschema:"How many levels to list, 1 to 5. Default 1: the directory's own entries. Deeper levels are shown as an indented tree."`
+	IncludeHidden bool     `json:"include_hidden,omitempty" jsonschema:"List entries whose names start with a dot. Default false."`
+	MaxEntries    int      `json:"max_entries,omitempty" jsonschema:"Most entries to show. Default 500."`
+	NamesOnly     bool     `json:"names_only,omitempty" jsonschema:"Leave out file sizes: list names and kinds only (directories with /, links with their targets), as the directory itself records them, without examining each entry. Quicker on large directories. Default false: files with their sizes."`
+	Exclude       []string `json:"exclude,omitempty" jsonschema:"Glob patterns of entries to leave out, at every level; an excluded directory is not entered. A pattern without a slash matches entry names (node_modules, *.log); one with a slash matches paths relative to the listed directory (src/gen, **/testdata/*.json; /build is the listed directory's own build only). A trailing slash matches directories only (build/). Globs: * and ? within a name, ** across directories, [abc], {a,b}."`
 }
 
-var listDir = checked(sdk.NewTool(sdk.Info{
-	Name: "list_dir",
+var listDir = checkedStructured(sdk.NewStructuredTool(sdk.Info{
+	Name:  "list_dir",
+	Title: "List directory",
 	Description: "List a directory: entries sorted by name, one per line, directories with a trailing /, files with their size (bytes below 1 KiB, then KiB, MiB, ...), symbolic links as name -> target (never followed). " +
-		"One level by default; depth up to 5 shows an indented tree. Hidden entries only with include_hidden. At most 500 entries unless max_entries says otherwise. " +
+		"One level by default; depth up to 5 shows an indented tree. Hidden entries only with include_hidden; exclude leaves out entries matching glob patterns (node_modules, *.log), without entering excluded directories. At most 500 entries unless max_entries says otherwise. " +
 		"names_only leaves the sizes out, which is quicker on large directories.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
-}, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in listDirInput) (string, error) {
+}, inWorkspaceStructured(func(ctx context.Context, w *workspace.Workspace, in listDirInput) (string, dirListing, error) {
 	depth := in.Depth
 	switch {
 	case depth == 0:
 		depth = 1
 	case depth < 1 || depth > maxListDepth:
-		return "", fmt.Errorf("depth %d is out of range: use 1 to %d", in.Depth, maxListDepth)
+		return "", dirListing{}, fmt.Errorf("depth %d is out of range: use 1 to %d", in.Depth, maxListDepth)
 	}
 	limit := in.MaxEntries
 	switch {
 	case limit == 0:
 		limit = defaultMaxEntries
 	case limit < 0:
-		return "", fmt.Errorf("max_entries %d is out of range: it must be positive", in.MaxEntries)
+		return "", dirListing{}, fmt.Errorf("max_entries %d is out of range: it must be positive", in.MaxEntries)
+	}
+	exclude, err := newExcludeRules(in.Exclude)
+	if err != nil {
+		return "", dirListing{}, err
 	}
 	arg := in.Path
 	if arg == "" {
@@ -60,61 +67,60 @@ var listDir = checked(sdk.NewTool(sdk.Info{
 	}
 	given, p, err := w.ResolveFollow(arg, true)
 	if err != nil {
-		return "", err
+		return "", dirListing{}, err
 	}
 	info, err := p.Root.Lstat(p.Rel)
 	if err != nil {
-		return "", pathErr(p, err)
+		return "", dirListing{}, pathErr(p, err)
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", textsafe.Name(p.Arg))
+		return "", dirListing{}, fmt.Errorf("%s is not a directory", textsafe.Name(p.Arg))
 	}
-	l := &lister{ctx: ctx, p: p, hidden: in.IncludeHidden, names: in.NamesOnly, depth: depth, limit: limit}
-	if err := l.list(p.Rel, 0); err != nil {
-		return "", err
+	l := &lister{ctx: ctx, p: p, hidden: in.IncludeHidden, names: in.NamesOnly, exclude: exclude, depth: depth, limit: limit}
+	entries, cut, err := listLevels(l, p.Rel, "", 0)
+	if err != nil {
+		return "", dirListing{}, err
 	}
-	if l.shown == 0 && l.more == 0 {
-		switch l.skipped {
-		case 0:
-		case 1:
-			return fmt.Sprintf("%s is empty apart from 1 hidden entry (set include_hidden to list it)", textsafe.Name(given.Display())), nil
-		default:
-			return fmt.Sprintf("%s is empty apart from %d hidden entries (set include_hidden to list them)", textsafe.Name(given.Display()), l.skipped), nil
-		}
-		return fmt.Sprintf("%s is empty", textsafe.Name(given.Display())), nil
-	}
-	if l.more > 0 {
-		fmt.Fprintf(&l.out, "... and %d more\n", l.more)
-	}
-	return l.out.String(), nil
+	d := dirListing{Path: given.Display(), Entries: entries, Truncated: cut, More: l.more, Hidden: l.skipped, Excluded: l.excluded}
+	return d.text(limit), d, nil
 })))
 
-// lister walks a directory through its root, depth first, in name order.
+// lister walks a directory through its root, depth first, in name order,
+// and keeps the entries that fit under the limit as list_dir's
+// structured result, from which its text is rendered.
 type lister struct {
-	ctx    context.Context
-	p      workspace.Path
-	hidden bool
-	names  bool // names and kinds only: no sizes, no stat of each entry
-	depth  int
-	limit  int
+	ctx     context.Context
+	p       workspace.Path
+	hidden  bool
+	names   bool // names and kinds only: no sizes, no stat of each entry
+	exclude []excludeRule
+	depth   int
+	limit   int
 
-	out     strings.Builder
-	shown   int // entries written
-	more    int // entries past the limit
-	skipped int // hidden entries of the top level left out
+	shown    int // entries kept
+	more     int // entries past the limit
+	skipped  int // hidden entries of the top level left out
+	excluded int // entries the exclude rules left out, at every level
 }
 
-// list writes the entries of the directory rel, at level (0 for the
-// listed directory's own entries).
-func (l *lister) list(rel string, level int) error {
+// walkLevel lists the directory rel (relative to the root; sub is its
+// path relative to the listed directory, "" for the listed directory
+// itself) at level (0 for the listed directory's own entries). It
+// returns the entries that fit under the limit, each made by wrap from
+// what the listing says of it, and reports whether the limit left out
+// any. enter lists the entries of a directory that depth reaches into,
+// into its entry; for a directory past the limit it is given an entry
+// that is dropped, so that the entries below are counted all the same.
+// enter is nil for a level that depth never goes below.
+func walkLevel[E any](l *lister, rel, sub string, level int, wrap func(entryInfo) E, enter func(e *E, rel, sub string) error) (kept []E, cut bool, err error) {
 	if err := l.ctx.Err(); err != nil {
-		return err
+		return nil, false, err
 	}
 	// Without blocking: a FIFO swapped in cannot hang the call, and Go
 	// then spares the calls that try to make the descriptor pollable.
 	dir, err := l.p.Root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return pathErr(l.at(rel), err)
+		return nil, false, pathErr(l.at(rel), err)
 	}
 	// A hidden entry left out is only counted: it needs no stat.
 	keep := func(name string) bool {
@@ -127,66 +133,82 @@ func (l *lister) list(rel string, level int) error {
 	entries, err := read(dir, keep)
 	dir.Close()
 	if err != nil {
-		return pathErr(l.at(rel), err)
+		return nil, false, pathErr(l.at(rel), err)
 	}
-	indent := strings.Repeat("  ", level)
-	out := &l.out
-	for _, e := range entries {
-		name := e.name
-		if !l.hidden && strings.HasPrefix(name, ".") {
+	// Not nil, so that a directory entered has children, even none.
+	kept = make([]E, 0, min(len(entries), l.limit-l.shown))
+	for i := range entries {
+		e := &entries[i]
+		if !keep(e.name) {
 			if level == 0 {
 				l.skipped++
 			}
 			continue
 		}
-		descend := e.err == nil && e.mode.IsDir() && level+1 < l.depth
+		isDir := e.err == nil && e.mode.IsDir()
+		if len(l.exclude) > 0 && excluded(l.exclude, subPath(sub, e.name), e.name, isDir) {
+			l.excluded++
+			continue
+		}
+		var at *E
 		if l.shown < l.limit {
-			out.WriteString(indent)
-			out.WriteString(textsafe.Name(name))
-			switch {
-			case e.err != nil:
-				out.WriteString(" [")
-				out.WriteString(workspace.Reason(e.err))
-				out.WriteString("]")
-			case e.mode&fs.ModeSymlink != 0:
-				target, err := l.p.Root.Readlink(filepath.Join(rel, name))
-				if err != nil {
-					target = "?"
-				}
-				out.WriteString(" -> ")
-				out.WriteString(textsafe.Name(target))
-			case e.mode.IsDir():
-				out.WriteString("/")
-			case e.mode.IsRegular():
-				if !l.names {
-					out.WriteString(" (")
-					out.WriteString(formatSize(e.size))
-					out.WriteString(")")
-				}
-			default:
-				out.WriteString(" [")
-				out.WriteString(workspace.Kind(e.mode))
-				out.WriteString("]")
-			}
-			out.WriteString("\n")
+			kept = append(kept, wrap(l.info(rel, e)))
+			at = &kept[len(kept)-1]
 			l.shown++
 		} else {
 			l.more++
+			cut = true
 		}
-		if descend {
-			if err := l.list(filepath.Join(rel, name), level+1); err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return err
-				}
-				// A directory that vanished or cannot be read: say so
-				// in its place and go on.
-				if l.shown < l.limit {
-					fmt.Fprintf(out, "%s  [cannot list: %v]\n", indent, err)
-				}
+		if isDir && enter != nil && level+1 < l.depth {
+			if at == nil {
+				at = new(E) // past the limit: its entries are only counted
+			}
+			if err := enter(at, filepath.Join(rel, e.name), subPath(sub, e.name)); err != nil {
+				return nil, false, err
 			}
 		}
 	}
-	return nil
+	return kept, cut, nil
+}
+
+// info is what the listing says of e, an entry of the directory rel.
+// A file's size points into e.
+func (l *lister) info(rel string, e *entry) entryInfo {
+	info := entryInfo{Name: e.name}
+	if !utf8.ValidString(e.name) {
+		info.Name, info.nameQuoted = textsafe.Name(e.name), true
+	}
+	switch {
+	case e.err != nil:
+		info.Type, info.Error = typeUnknown, workspace.Reason(e.err)
+	case e.mode&fs.ModeSymlink != 0:
+		info.Type = typeSymlink
+		if target, err := l.p.Root.Readlink(filepath.Join(rel, e.name)); err == nil {
+			info.Target = target
+			if !utf8.ValidString(target) {
+				info.Target, info.targetQuoted = textsafe.Name(target), true
+			}
+		}
+	case e.mode.IsDir():
+		info.Type = typeDirectory
+	case e.mode.IsRegular():
+		info.Type = typeFile
+		if !l.names {
+			info.Size = &e.size
+		}
+	default:
+		info.Type, info.Kind = typeOther, workspace.Kind(e.mode)
+	}
+	return info
+}
+
+// subPath is the path of the entry name of the directory sub, both
+// relative to the listed directory, with slashes.
+func subPath(sub, name string) string {
+	if sub == "" {
+		return name
+	}
+	return sub + "/" + name
 }
 
 // entry is a directory entry as its Lstat shows it, or with the reason

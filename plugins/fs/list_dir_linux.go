@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,13 +50,18 @@ const (
 	direntName   = int(unsafe.Offsetof(unix.Dirent{}.Name))
 )
 
+// direntBufs are the buffers getdents64 reads into, kept from one
+// listing to the next rather than allocated for each directory.
+var direntBufs = sync.Pool{New: func() any { return new([16 << 10]byte) }}
+
 // getdentsTypes reads the directory fd to its end; see readTypes.
 func getdentsTypes(fd int, keep func(name string) bool) ([]entry, error) {
-	buf := make([]byte, 16<<10)
+	buf := direntBufs.Get().(*[16 << 10]byte)
+	defer direntBufs.Put(buf)
 	var entries []entry
 	var st unix.Stat_t
 	for {
-		n, err := unix.Getdents(fd, buf)
+		n, err := unix.Getdents(fd, buf[:])
 		if err == unix.EINTR {
 			continue
 		}
@@ -65,6 +71,7 @@ func getdentsTypes(fd int, keep func(name string) bool) ([]entry, error) {
 		if n <= 0 {
 			return entries, nil
 		}
+		entries = slices.Grow(entries, countDirents(buf[:n]))
 		for b := buf[:n]; len(b) > direntName; {
 			reclen := int(binary.NativeEndian.Uint16(b[direntReclen:]))
 			if reclen <= direntName || reclen > len(b) {
@@ -99,6 +106,20 @@ func getdentsTypes(fd int, keep func(name string) bool) ([]entry, error) {
 			entries = append(entries, e)
 		}
 	}
+}
+
+// countDirents counts the records in buf, as getdents64 filled it, so
+// that their entries are allocated at once.
+func countDirents(buf []byte) int {
+	n := 0
+	for b := buf; len(b) > direntName; n++ {
+		reclen := int(binary.NativeEndian.Uint16(b[direntReclen:]))
+		if reclen <= direntName || reclen > len(b) {
+			break // malformed: getdentsTypes says so
+		}
+		b = b[reclen:]
+	}
+	return n
 }
 
 // dtypeBits are the fs.FileMode type bits of a d_type, and false for

@@ -1,6 +1,6 @@
 // Command agenthost-plugin-fs serves the file system tools: read_file,
-// write_file, list_dir, file_info, mkdir, remove (opt-in), move and
-// edit_file.
+// read_multiple_files, write_file, list_dir, file_info, mkdir, remove
+// (opt-in), move and edit_file.
 //
 // Every path stays inside the call's workspace roots (sdk.Roots): a path
 // is placed in a root lexically, its symbolic links are followed one hop
@@ -28,12 +28,27 @@
 //   - read_file returns at most 256 KiB of text per call, cut at a line
 //     boundary with a note giving the offset to read on from; base64
 //     reads files up to 10 MiB and refuses larger ones.
+//   - read_multiple_files reads 1 to 100 files a call, each as read_file
+//     reads it, under a header "==> PATH <==", and returns at most 256 KiB
+//     of text in all: the file that does not fit is cut at a line
+//     boundary with a note giving the read_file call that reads on, and
+//     the files after it are left out, named in a last note. A file that
+//     fails shows its error in its place; the call fails only when every
+//     file fails.
 //   - list_dir shows sizes in bytes under 1 KiB, then in KiB, MiB, ... with
 //     one decimal; at most 500 entries unless max_entries says otherwise;
-//     depth at most 5; links are shown, never entered.
+//     depth at most 5; links are shown, never entered; entries matching
+//     an exclude glob are left out at every level, and an excluded
+//     directory is never opened. Its structured result is the same
+//     listing as a tree.
 //   - file_info describes 1 to 100 paths a call, links not followed; the
 //     call fails only when every path fails.
-//   - edit_file edits utf-8 text files up to 10 MiB.
+//   - edit_file edits utf-8 text files up to 10 MiB: one edit
+//     (old_string, new_string) or a list (edits) applied in order, each to
+//     the text the ones before it left, written together in one write or
+//     not at all; an edit that matches more than once without replace_all
+//     is refused with the lines it matches. dry_run answers with the diff
+//     and writes nothing.
 //   - move never replaces an existing destination without overwrite,
 //     using renameat2(RENAME_NOREPLACE) on Linux (link and unlink for
 //     files where a file system lacks it); across file systems it copies
@@ -44,11 +59,27 @@
 //     workspace root is refused.
 package main
 
-import "github.com/agenthost/agenthost/sdk"
+import (
+	"os"
+	"runtime"
+
+	"github.com/agenthost/agenthost/sdk"
+)
 
 func main() {
+	// One processor for Go code. A call's work is system calls, which
+	// run in parallel all the same (the runtime hands the processor on
+	// while one blocks), and a little CPU. With more processors, each of
+	// gRPC's hand-offs between goroutines (the connection's reader, the
+	// handler, the writer) wakes another thread on another CPU, which on
+	// a virtual machine costs more than the call's own work: one
+	// processor cuts a small call's round trip by about a quarter
+	// (BenchmarkOneShot's mcp_calls). A GOMAXPROCS the user set wins.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	sdk.ServePlugin(sdk.Plugin{
-		Tools: []sdk.Tool{readFile, writeFile, listDir, fileInfo, mkdir, remove, move, editFile},
+		Tools: []sdk.Tool{readFile, readMultipleFiles, writeFile, listDir, fileInfo, mkdir, remove, move, editFile},
 		// The tools read and write in the roots, and nowhere else.
 		Permissions: sdk.Permissions{Roots: sdk.RootsReadWrite},
 	})

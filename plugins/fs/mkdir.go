@@ -18,6 +18,7 @@ type mkdirInput struct {
 
 var mkdir = checked(sdk.NewTool(sdk.Info{
 	Name:        "mkdir",
+	Title:       "Create directory",
 	Description: "Create a directory and any missing parents, like mkdir -p. A directory that already exists is not an error.",
 	Annotations: sdk.Annotations{Idempotent: true},
 }, inWorkspace(func(ctx context.Context, w *workspace.Workspace, in mkdirInput) (string, error) {

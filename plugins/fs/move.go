@@ -23,7 +23,8 @@ type moveInput struct {
 }
 
 var move = checked(sdk.NewTool(sdk.Info{
-	Name: "move",
+	Name:  "move",
+	Title: "Move or rename",
 	Description: "Move or rename a file, directory or symbolic link (a link is moved itself, not what it points to). Missing parent directories of the destination are created. " +
 		"An existing destination is never replaced unless overwrite is true. Moves across file systems copy and then remove the source; a move that fails or times out leaves the source as it was.",
 	Annotations: sdk.Annotations{Destructive: true},

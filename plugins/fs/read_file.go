@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -33,6 +34,20 @@ const (
 	readBuffer = 64 << 10
 )
 
+// textCap is how much text one read returns, and whose notes say how to
+// read on: read_file's own, or those of read_multiple_files, which name
+// the file in the read_file call that reads on.
+type textCap struct {
+	// bytes is the most text returned, line-number prefixes included.
+	bytes int
+	// readOn is empty for read_file; for read_multiple_files it is the
+	// path as the model gave it, for the notes to name.
+	readOn string
+}
+
+// readFileCap is read_file's cap: 256 KiB.
+var readFileCap = textCap{bytes: maxTextOutput}
+
 type readFileInput struct {
 	Path        string `json:"path" jsonschema:"Path of the file to read."`
 	Encoding    string `json:"encoding,omitempty" jsonschema:"How to return the content: utf-8 (the default) for text, base64 for binary files (up to 10 MiB)."`
@@ -43,7 +58,8 @@ type readFileInput struct {
 }
 
 var readFile = checked(sdk.NewTool(sdk.Info{
-	Name: "read_file",
+	Name:  "read_file",
+	Title: "Read file",
 	Description: "Read a file and return its contents. Text is returned as utf-8, at most 256 KiB per call: a longer file is cut at a line boundary with a note giving the offset to read on from. " +
 		"Use offset and limit to read part of a long text file by lines, tail to read its last lines (cheap however large the file), line_numbers to number the lines, and encoding base64 for binary files.",
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
@@ -64,30 +80,54 @@ var readFile = checked(sdk.NewTool(sdk.Info{
 	if encoding == "base64" && (in.Offset != 0 || in.Limit != 0 || in.Tail != 0 || in.LineNumbers) {
 		return "", errors.New("offset, limit, tail and line_numbers apply to utf-8 text; read the whole file with base64")
 	}
-	_, p, err := w.ResolveFollow(in.Path, true)
-	if err != nil {
-		return "", err
+	if encoding == "utf-8" {
+		text, _, err := readTextFile(ctx, w, in.Path, in, readFileCap)
+		return text, err
 	}
-	f, size, err := workspace.OpenRegular(p)
+	f, size, p, err := openRegular(w, in.Path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	if encoding == "base64" {
-		if size > maxBase64File {
-			return "", fmt.Errorf("%s is %d bytes: base64 reads files up to %d bytes (10 MiB)", textsafe.Name(p.Arg), size, maxBase64File)
-		}
-		data, err := io.ReadAll(io.LimitReader(f, maxBase64File+1))
-		if err != nil {
-			return "", pathErr(p, err)
-		}
-		if len(data) > maxBase64File {
-			return "", fmt.Errorf("%s grew past %d bytes while it was read: base64 reads files up to 10 MiB", textsafe.Name(p.Arg), maxBase64File)
-		}
-		return base64.StdEncoding.EncodeToString(data), nil
+	if size > maxBase64File {
+		return "", fmt.Errorf("%s is %d bytes: base64 reads files up to %d bytes (10 MiB)", textsafe.Name(p.Arg), size, maxBase64File)
 	}
-	return readText(ctx, f, textsafe.Name(p.Arg), size, in)
+	data, err := io.ReadAll(io.LimitReader(f, maxBase64File+1))
+	if err != nil {
+		return "", pathErr(p, err)
+	}
+	if len(data) > maxBase64File {
+		return "", fmt.Errorf("%s grew past %d bytes while it was read: base64 reads files up to 10 MiB", textsafe.Name(p.Arg), maxBase64File)
+	}
+	return base64.StdEncoding.EncodeToString(data), nil
 })))
+
+// openRegular places arg in w's roots, follows its symbolic links within
+// them, and opens it for reading if it is a regular file: a directory,
+// FIFO, socket or device is refused without blocking
+// (workspace.OpenRegular). It returns the file, its size and its path.
+func openRegular(w *workspace.Workspace, arg string) (*os.File, int64, workspace.Path, error) {
+	_, p, err := w.ResolveFollow(arg, true)
+	if err != nil {
+		return nil, 0, p, err
+	}
+	f, size, err := workspace.OpenRegular(p)
+	return f, size, p, err
+}
+
+// readTextFile reads the text of the file arg names, the lines in
+// selects, as read_file does: confined to w's roots (openRegular),
+// refused unless it is utf-8 text, and cut at a line boundary to fit
+// tc. It reports whether the cap cut the text, which then ends with a
+// note saying how to read on.
+func readTextFile(ctx context.Context, w *workspace.Workspace, arg string, in readFileInput, tc textCap) (string, bool, error) {
+	f, size, p, err := openRegular(w, arg)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	return readText(ctx, f, textsafe.Name(p.Arg), size, in, tc)
+}
 
 func normalizeEncoding(e string) (string, error) {
 	switch strings.ToLower(e) {
@@ -100,12 +140,18 @@ func normalizeEncoding(e string) (string, error) {
 }
 
 // readText returns the lines of f that in selects, with no more than
-// maxTextOutput bytes read into memory beyond one buffer. With in.Tail it
+// tc.bytes read into memory beyond one buffer. With in.Tail it
 // finds where the selection starts by reading back from the end of the
-// file (tailStart), so the lines before it are never read.
-func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in readFileInput) (string, error) {
+// file (tailStart), so the lines before it are never read. It reports
+// whether the cap cut the selection, which then ends with a note saying
+// how to read on.
+func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in readFileInput, tc textCap) (string, bool, error) {
 	notText := func() error {
-		return fmt.Errorf("%s is not utf-8 text (%d bytes): read it with encoding base64", arg, size)
+		how := "read it with encoding base64"
+		if tc.readOn != "" {
+			how = "read it with read_file and encoding base64"
+		}
+		return fmt.Errorf("%s is not utf-8 text (%d bytes): %s", arg, size, how)
 	}
 	// The selection: from start, first its line number (negative with
 	// tail: counted from the end), at most limit lines (0: no limit).
@@ -117,14 +163,14 @@ func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in rea
 		var err error
 		start, lines, err = tailStart(ctx, f, size, in.Tail)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", arg, err)
+			return "", false, fmt.Errorf("%s: %w", arg, err)
 		}
 		first, end = -lines, size
 		if limit == 0 || limit > lines {
 			limit = lines
 		}
 		if lines == 0 {
-			return "", nil
+			return "", false, nil
 		}
 	}
 	// The buffer holds the whole of a small selection, and never less
@@ -139,23 +185,23 @@ func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in rea
 		head = make([]byte, min(size, sniffSize))
 		n, err := f.ReadAt(head, 0)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return "", fmt.Errorf("%s: %s", arg, workspace.Reason(err))
+			return "", false, fmt.Errorf("%s: %s", arg, workspace.Reason(err))
 		}
 		head = head[:n]
 	}
 	if looksBinary(head) {
-		return "", notText()
+		return "", false, notText()
 	}
 	for line := 1; line < first; line++ {
 		if line%4096 == 0 && ctx.Err() != nil {
-			return "", ctx.Err()
+			return "", false, ctx.Err()
 		}
 		_, n, err := readLine(br, nil, -1)
 		if err != nil {
-			return "", fmt.Errorf("%s: %s", arg, workspace.Reason(err))
+			return "", false, fmt.Errorf("%s: %s", arg, workspace.Reason(err))
 		}
 		if n == 0 {
-			return "", fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, line-1)
+			return "", false, fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, line-1)
 		}
 	}
 	var out bytes.Buffer
@@ -168,16 +214,16 @@ func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in rea
 		if in.LineNumbers {
 			prefix = fmt.Sprintf("%6d\t", number)
 		}
-		room := maxTextOutput - out.Len() - len(prefix)
+		room := tc.bytes - out.Len() - len(prefix)
 		var n int
 		var err error
 		scratch, n, err = readLine(br, scratch[:0], max(room, 0))
 		if err != nil {
-			return "", fmt.Errorf("%s: %s", arg, workspace.Reason(err))
+			return "", false, fmt.Errorf("%s: %s", arg, workspace.Reason(err))
 		}
 		if n == 0 {
 			if shown == 0 && in.Offset > 0 {
-				return "", fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, number-1)
+				return "", false, fmt.Errorf("offset %d is past the end of the file (%d lines)", in.Offset, number-1)
 			}
 			break
 		}
@@ -186,18 +232,18 @@ func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in rea
 				// One line longer than the cap: show its head.
 				cut := validPrefix(scratch[:max(room, 0)])
 				if !isText(cut) {
-					return "", notText()
+					return "", false, notText()
 				}
 				out.WriteString(prefix)
 				out.Write(cut)
-				note = longLineNote(number, len(cut), in, limit)
+				note = tc.longLineNote(number, len(cut), in, limit)
 			} else {
-				note = cappedNote(first, number, shownBytes, size, in, limit, shown)
+				note = tc.cappedNote(first, number, shownBytes, size, in, limit, shown)
 			}
 			break
 		}
 		if !isText(scratch) {
-			return "", notText()
+			return "", false, notText()
 		}
 		out.WriteString(prefix)
 		out.Write(scratch)
@@ -210,12 +256,15 @@ func readText(ctx context.Context, f io.ReaderAt, arg string, size int64, in rea
 		}
 		out.WriteString(note)
 	}
-	return out.String(), nil
+	return out.String(), note != "", nil
 }
 
 // longLineNote is the note under the head of a line longer than the cap,
 // line number, of which shown bytes are shown.
-func longLineNote(number, shown int, in readFileInput, limit int) string {
+func (tc textCap) longLineNote(number, shown int, in readFileInput, limit int) string {
+	if tc.readOn != "" {
+		return multiLongLineNote(tc, number, shown)
+	}
 	if in.Tail == 0 {
 		return fmt.Sprintf("[Line %d alone is longer than the 256 KiB that read_file returns: its first %d bytes are shown. The next line is at offset %d.]", number, shown, number+1)
 	}
@@ -228,7 +277,10 @@ func longLineNote(number, shown int, in readFileInput, limit int) string {
 
 // cappedNote is the note under a selection cut by the cap: lines first
 // to next-1 were shown, shown lines of shownBytes bytes.
-func cappedNote(first, next int, shownBytes, size int64, in readFileInput, limit, shown int) string {
+func (tc textCap) cappedNote(first, next int, shownBytes, size int64, in readFileInput, limit, shown int) string {
+	if tc.readOn != "" {
+		return multiCappedNote(tc, first, next, shownBytes, size)
+	}
 	if in.Tail == 0 {
 		return fmt.Sprintf("[Output capped at 256 KiB: showed lines %d-%d (%d bytes) of a %d-byte file. To read on, call read_file with offset %d.]", first, next-1, shownBytes, size, next)
 	}

@@ -16,7 +16,8 @@ type removeInput struct {
 }
 
 var remove = checked(sdk.NewTool(sdk.Info{
-	Name: "remove",
+	Name:  "remove",
+	Title: "Remove file or directory",
 	Description: "Remove a file, or a directory and everything in it (like rm -rf). This cannot be undone. A path that does not exist is not an error. " +
 		"A symbolic link is removed itself, never what it points to. A workspace root cannot be removed.",
 	Annotations: sdk.Annotations{Destructive: true, OptIn: true},

@@ -222,7 +222,7 @@ func TestReadFileTailOfAHugeFile(t *testing.T) {
 	// What readText reads: the sniffed head, one block back from the
 	// end, and the lines it returns.
 	c := &countingReaderAt{r: f}
-	got, err = readText(t.Context(), c, "huge.log", size, readFileInput{Tail: 3})
+	got, _, err = readText(t.Context(), c, "huge.log", size, readFileInput{Tail: 3}, readFileCap)
 	if err != nil || got != "line 1\nline 2\nline 3\n" {
 		t.Errorf("readText(tail 3) = %q, %v", got, err)
 	}

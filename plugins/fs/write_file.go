@@ -19,7 +19,8 @@ type writeFileInput struct {
 }
 
 var writeFile = checked(sdk.NewTool(sdk.Info{
-	Name: "write_file",
+	Name:  "write_file",
+	Title: "Write file",
 	Description: "Write content to a file, replacing it if it exists and creating it and its parent directories if not. The write is atomic: readers see the old content or the new, never a mix. " +
 		"An existing file keeps its permissions, owner and group. Use encoding base64 to write bytes that are not utf-8 text.",
 	Annotations: sdk.Annotations{Destructive: true, Idempotent: true},

@@ -156,8 +156,9 @@ func (c *collector) result() (files []fileResult, shown, total int) {
 // formatMatches writes the output lines: "path:line:text" for matches,
 // "path-line-text" for context, and "--" between groups that are not
 // adjacent when there is context. It stops before a match once the output
-// has maxOutputBytes, and returns the number of matches it wrote.
-func formatMatches(sb *strings.Builder, files []fileResult, context bool) (written int) {
+// has maxOutputBytes, and returns the number of matches it wrote. Each
+// line it writes is appended to *shown too.
+func formatMatches(sb *strings.Builder, files []fileResult, context bool, shown *[]shownLine) (written int) {
 	first := true
 	for _, f := range files {
 		key := textsafe.Name(f.key)
@@ -182,6 +183,7 @@ func formatMatches(sb *strings.Builder, files []fileResult, context bool) (writt
 			sb.WriteByte(sep)
 			sb.WriteString(l.text)
 			sb.WriteByte('\n')
+			*shown = append(*shown, shownLine{Path: f.key, Line: l.num, Text: l.text, Context: !l.match})
 		}
 	}
 	return written

@@ -26,8 +26,16 @@ type searchFilesInput struct {
 	IncludeHidden bool        `json:"include_hidden,omitempty" jsonschema:"Also match hidden files and directories (names starting with a dot); a pattern that names one, like .github/**, includes them anyway. .git is never listed."`
 }
 
-var searchFiles = sdk.NewTool(sdk.Info{
-	Name: "search_files",
+// searchFilesOutput is search_files' structured result.
+type searchFilesOutput struct {
+	Paths []string `json:"paths" jsonschema:"the paths shown, sorted"`
+	Total int      `json:"total" jsonschema:"matching paths in all, shown or not"`
+	Notes []string `json:"notes,omitempty" jsonschema:"what the search left out"`
+}
+
+var searchFiles = sdk.NewStructuredTool(sdk.Info{
+	Name:  "search_files",
+	Title: "Find files",
 	Description: "Find files and directories whose paths match a glob (doublestar syntax: **/*.go, {a,b}/*.txt). " +
 		"Answers with the matching paths, sorted, one per line, directories with a trailing /. " +
 		"Skips .git, hidden entries (unless include_hidden) and what .gitignore, .ignore or .git/info/exclude files exclude, and does not descend into kernel file systems such as /proc mounted below path; symbolic links are listed but never followed.",
@@ -40,18 +48,19 @@ type foundPath struct {
 	isDir bool
 }
 
-func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
+func runSearchFiles(ctx context.Context, in searchFilesInput) (string, searchFilesOutput, error) {
+	var out searchFilesOutput
 	limit, err := resultLimit(in.MaxResults, defaultFileResults)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	pattern, err := checkGlob(in.Pattern)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	ws, err := workspace.FromContext(ctx)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	defer ws.Close()
 	arg := in.Path
@@ -60,14 +69,14 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
 	}
 	base, err := ws.Resolve(arg)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	info, err := base.Root.Stat(base.Rel)
 	if err != nil {
-		return "", pathError(arg, err)
+		return "", out, pathError(arg, err)
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", textsafe.Name(arg))
+		return "", out, fmt.Errorf("%s is not a directory", textsafe.Name(arg))
 	}
 
 	g := newGlobWalk(pattern, in.IncludeHidden)
@@ -80,22 +89,23 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
 		}
 		info, err := base.Root.Stat(filepath.FromSlash(start.rel))
 		if workspace.IsEscape(err) {
-			return "", workspace.OutsideError(start.arg)
+			return "", out, workspace.OutsideError(start.arg)
 		}
 		if err != nil || !info.IsDir() {
-			return noFiles(in.Pattern, base), nil
+			return noFiles(in.Pattern, base), out, nil
 		}
 	}
 	found, total, moved, report, err := g.run(ctx, start, limit)
 	switch {
 	case ctx.Err() != nil:
-		return "", stopped(ctx.Err())
+		return "", out, stopped(ctx.Err())
 	case err != nil:
-		return "", err
+		return "", out, err
 	}
 	notes := walkNotes(report, moved, "path")
 	if total == 0 {
-		return strings.Join(append([]string{noFiles(in.Pattern, base)}, notes...), "\n"), nil
+		out.Notes = notes
+		return strings.Join(append([]string{noFiles(in.Pattern, base)}, notes...), "\n"), out, nil
 	}
 	var sb strings.Builder
 	size := 0
@@ -108,12 +118,13 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
 			fmt.Fprintf(&sb, "... and %d more (the output stops after %d MiB: narrow the pattern)\n", total-i, maxOutputBytes>>20)
 			break
 		}
+		path := f.key
 		if f.isDir {
-			sb.WriteString(textsafe.Name(f.key + "/"))
-		} else {
-			sb.WriteString(textsafe.Name(f.key))
+			path += "/"
 		}
+		sb.WriteString(textsafe.Name(path))
 		sb.WriteByte('\n')
+		out.Paths = append(out.Paths, path)
 		if i+1 == limit && total > limit {
 			fmt.Fprintf(&sb, "... and %d more (max_results %d)\n", total-limit, limit)
 		}
@@ -122,7 +133,8 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, error) {
 		sb.WriteString(n)
 		sb.WriteByte('\n')
 	}
-	return strings.TrimSuffix(sb.String(), "\n"), nil
+	out.Total, out.Notes = total, notes
+	return strings.TrimSuffix(sb.String(), "\n"), out, nil
 }
 
 // globWalk is a search_files walk: where it starts and stops, what it

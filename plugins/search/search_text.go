@@ -29,8 +29,24 @@ type searchTextInput struct {
 	IncludeHidden   bool        `json:"include_hidden,omitempty" jsonschema:"Also search hidden files and directories (names starting with a dot). .git is never searched."`
 }
 
-var searchText = sdk.NewTool(sdk.Info{
-	Name: "search_text",
+// searchTextOutput is search_text's structured result.
+type searchTextOutput struct {
+	Lines []shownLine `json:"lines" jsonschema:"the lines shown, in order"`
+	Total int         `json:"total" jsonschema:"matching lines in all, shown or not"`
+	Notes []string    `json:"notes,omitempty" jsonschema:"what the search left out"`
+}
+
+// shownLine is a line search_text shows.
+type shownLine struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line"`
+	Text    string `json:"text"`
+	Context bool   `json:"context,omitempty" jsonschema:"a context line, not a match"`
+}
+
+var searchText = sdk.NewStructuredTool(sdk.Info{
+	Name:  "search_text",
+	Title: "Search file contents",
 	Description: "Search file contents for a literal string or a regular expression, like ripgrep. " +
 		"Answers with matching lines as path:line:text, sorted by path and line (context lines as path-line-text, groups separated by --). " +
 		"Directories are searched recursively, skipping binary files, .git, hidden files (unless include_hidden), files that .gitignore, .ignore or .git/info/exclude files exclude, and kernel file systems such as /proc mounted below the searched directory; " +
@@ -38,32 +54,33 @@ var searchText = sdk.NewTool(sdk.Info{
 	Annotations: sdk.Annotations{ReadOnly: true, Idempotent: true},
 }, runSearchText)
 
-func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
+func runSearchText(ctx context.Context, in searchTextInput) (string, searchTextOutput, error) {
+	var out searchTextOutput
 	limit, err := resultLimit(in.MaxResults, defaultTextResults)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	if in.Context < 0 || in.Context > maxContext {
-		return "", fmt.Errorf("context must be between 0 and %d", maxContext)
+		return "", out, fmt.Errorf("context must be between 0 and %d", maxContext)
 	}
 	around := int(in.Context)
 	m, err := newMatcher(in.Query, in.Regex, in.CaseInsensitive)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	include, err := newIncludeFilter(in.Include)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	ws, err := workspace.FromContext(ctx)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 	defer ws.Close()
 
 	starts, files, display, err := resolveSearchPaths(ws, in.Paths)
 	if err != nil {
-		return "", err
+		return "", out, err
 	}
 
 	s := &textSearch{m: m, include: include, context: around, limit: limit, coll: newCollector(limit, around, len(display) > 1)}
@@ -72,11 +89,11 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 	w := s.newWorker()
 	for _, p := range files {
 		if err := ctx.Err(); err != nil {
-			return "", stopped(err)
+			return "", out, stopped(err)
 		}
 		binary, err := s.explicitFile(w, p)
 		if err != nil {
-			return "", err
+			return "", out, err
 		}
 		if binary {
 			notes = append(notes, fmt.Sprintf("(skipped binary file %s)", textsafe.Name(p.Display())))
@@ -86,14 +103,14 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 	if len(starts) > 0 {
 		report, err = walk(ctx, starts, walkOptions{hidden: in.IncludeHidden}, s.newWorker, s.visit)
 		if ctx.Err() != nil {
-			return "", stopped(ctx.Err())
+			return "", out, stopped(ctx.Err())
 		}
 		if err != nil {
-			return "", err
+			return "", out, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return "", stopped(err)
+		return "", out, stopped(err)
 	}
 
 	results, _, total := s.coll.result()
@@ -116,7 +133,7 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 			size += f.size
 		}
 		sb.Grow(min(size, maxOutputBytes) + 4096)
-		written := formatMatches(&sb, results, around > 0)
+		written := formatMatches(&sb, results, around > 0, &out.Lines)
 		switch {
 		case written < min(limit, total):
 			// Cut for size, before max_results.
@@ -130,7 +147,8 @@ func runSearchText(ctx context.Context, in searchTextInput) (string, error) {
 		sb.WriteString(n)
 		sb.WriteByte('\n')
 	}
-	return strings.TrimSuffix(sb.String(), "\n"), nil
+	out.Total, out.Notes = total, notes
+	return strings.TrimSuffix(sb.String(), "\n"), out, nil
 }
 
 // resolveSearchPaths places search_text's paths in the workspace: the

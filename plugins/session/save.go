@@ -28,6 +28,7 @@ var now = time.Now
 
 var saveSessionContext = sdk.NewTool(sdk.Info{
 	Name:        "save_session_context",
+	Title:       "Save session context",
 	Description: "Save the current session context (the system prompt and the session's working notes) to the session file, so that the work can be resumed later. Give the reason for saving.",
 	Annotations: sdk.Annotations{Idempotent: false},
 }, func(ctx context.Context, in saveInput) (string, error) {
