@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	beforeStdioServe = oneProcessor
 	ctx, stop := signalContext()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

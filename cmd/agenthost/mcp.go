@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ func mcpCommand() *command {
 			fs.DurationVar(&f.sessionIdle, "session-idle", defaultSessionIdle, "close a session after `D` without requests")
 			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests and per-session state (clients of 2026-07-28 and later get tools/list_changed on subscriptions/listen)")
 		},
+		details: mcpRootsDetails,
 		prepare: f.check,
 		run: func(ctx context.Context, env *env, args []string) error {
 			if len(args) > 0 {
@@ -59,10 +61,31 @@ func mcpCommand() *command {
 			}
 			server := newMCPServer(env.registry)
 			if f.http == "" {
+				beforeStdioServe()
 				return serveStdio(ctx, server, env.stdin, env.stdout)
 			}
 			return serveHTTP(ctx, server, f, env.stderr)
 		},
+	}
+}
+
+// beforeStdioServe runs before agenthost mcp serves stdio. main sets it
+// to oneProcessor; tests, which run the command in their own process,
+// leave it alone.
+var beforeStdioServe = func() {}
+
+// oneProcessor runs the process's Go code on one processor, unless the
+// user set GOMAXPROCS. A stdio server has one client, and its calls' work
+// is done in the plugins' processes; what is left here is handing
+// messages between the client's pipe, the MCP SDK's goroutines and gRPC's.
+// With more processors each hand-off wakes another thread on another
+// CPU, which on a virtual machine costs more than the work handed over:
+// with one, a small call's round trip is about a quarter shorter
+// (BenchmarkOneShot's mcp_calls). The HTTP server, which serves many
+// clients at once, keeps every processor.
+func oneProcessor() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 }
 
@@ -120,15 +143,19 @@ func listenAddr(s string) (addr string, loopback bool, err error) {
 // tools and runs every tools/call through the registry. The list follows
 // the registry: a tool enabled, disabled, registered or gone (an MCP
 // server behind this one changed its tools) changes what the server
-// offers, and its clients get notifications/tools/list_changed.
+// offers, and its clients get notifications/tools/list_changed. A client
+// that offers roots has its session's calls confined to them, within the
+// registry's workspace roots (see clientRoots).
 func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
+	roots := newClientRoots(reg)
 	server := mcp.NewServer(&mcp.Implementation{Name: "agenthost", Version: buildVersion()}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		RootsListChangedHandler: roots.changed,
 	})
 	g := &offer{reg: reg, server: server}
 	g.sync()
 	reg.OnChange(g.sync)
-	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	server.AddReceivingMiddleware(roots.middleware, func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if undeclared[method] {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %s (agenthost serves tools only)", method)}
@@ -145,11 +172,12 @@ func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
 			if call.Params != nil && g.offers(call.Params.Name) {
 				res, err := next(ctx, method, req)
 				if err == nil || g.offers(call.Params.Name) {
-					return res, err
+					return fastResult(res), err
 				}
 				// The tool was withdrawn between the look-up and the call.
 			}
-			return unofferedCall(ctx, reg, call)
+			res, err := unofferedCall(ctx, reg, call)
+			return fastResult(res), err
 		}
 	})
 	return server
@@ -264,13 +292,15 @@ func (o *offer) offers(name string) bool {
 	return o.offered[name] != nil
 }
 
-// mcpTool is the MCP description of a registered tool: its parameters
-// schema as the registry exports it, and every annotation explicit,
-// because MCP's defaults for absent hints are the unsafe ones.
+// mcpTool is the MCP description of a registered tool: its title, its
+// parameters schema as the registry exports it, its output schema when
+// it has one, and every annotation explicit, because MCP's defaults for
+// absent hints are the unsafe ones.
 func mcpTool(info host.ToolInfo, schema host.ChatTool) *mcp.Tool {
 	a := info.Annotations
-	return &mcp.Tool{
+	t := &mcp.Tool{
 		Name:        info.Name,
+		Title:       info.Title,
 		Description: schema.Function.Description,
 		InputSchema: schema.Function.Parameters,
 		Annotations: &mcp.ToolAnnotations{
@@ -280,27 +310,45 @@ func mcpTool(info host.ToolInfo, schema host.ChatTool) *mcp.Tool {
 			OpenWorldHint:   &a.OpenWorld,
 		},
 	}
+	if info.OutputSchema != nil {
+		// The registry has checked that it is a JSON object schema.
+		t.OutputSchema = info.OutputSchema
+	}
+	return t
 }
 
 // callTool runs a tools/call through the registry. A tool failure is an
-// error result; only a request without a tool name is a protocol error.
+// error result, of text alone; only a request without a tool name is a
+// protocol error. A successful call of a tool with an output schema has
+// its structured result, checked by the registry, as structuredContent
+// beside the same answer as text.
 func callTool(ctx context.Context, reg *host.ToolRegistry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if req.Params == nil || req.Params.Name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
 	}
-	result := reg.Execute(ctx, req.Params.Name, req.Params.Arguments)
-	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: result}},
-		IsError: host.IsError(result),
-	}, nil
+	result := reg.ExecuteResult(ctx, req.Params.Name, req.Params.Arguments)
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: result.Text}},
+		IsError: result.IsError,
+	}
+	if result.Structured != nil {
+		res.StructuredContent = result.Structured
+	}
+	return res, nil
 }
 
 // serveStdio serves one session over stdin and stdout until the client
 // closes stdin or ctx is canceled. A line that is not a JSON-RPC message
 // is answered with a JSON-RPC error, and the session goes on.
 func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer) error {
+	// The session closes R when it ends: stdin itself is left open, a
+	// pipe opened anew is closed, which also ends a read under way.
+	in := io.NopCloser(stdin)
+	if f, ok := pollableStdin(stdin); ok {
+		in = f
+	}
 	t := &mcpstdio.Transport{
-		R:          io.NopCloser(stdin),
+		R:          in,
 		W:          nopWriteCloser{stdout},
 		Peer:       "the client",
 		MaxMessage: mcp.DefaultMaxLineLength,

@@ -438,22 +438,7 @@ func TestMCPStdio(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "mcp", "--plugins", plugins, "--root", root)
-	cmd.Env = agenthostEnv()
-	var stderr plugintest.Buffer
-	cmd.Stderr = &stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	defer func() {
-		if err := cs.Close(); err != nil {
-			t.Errorf("close: %v\n%s", err, stderr.String())
-		}
-		if !cmd.ProcessState.Success() {
-			t.Errorf("agenthost mcp: %v\n%s", cmd.ProcessState, stderr.String())
-		}
-	}()
+	cs := mcpOverStdio(t, exe, plugins, root)
 
 	if name := cs.InitializeResult().ServerInfo.Name; name != "agenthost" {
 		t.Errorf("server name %q", name)

@@ -111,8 +111,9 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 	}
 	handler, rpc := newHTTPHandler(server, f, ln.Addr())
 	// The SDK runs a session's calls with contexts of their own, and
-	// closes a session only once its calls have returned.
-	server.AddReceivingMiddleware(cancelWith(ctx))
+	// closes a session only once its calls have returned. A stateless
+	// session's client is never asked for its roots.
+	server.AddReceivingMiddleware(cancelWith(ctx), markStateless(f.stateless))
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

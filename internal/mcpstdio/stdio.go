@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -252,11 +253,46 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
 	return c.writeLine(data)
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, less a pass over a result: a
+// successful response's result is copied as it is, where EncodeMessage
+// would scan and compact it again, once more than the SDK did when it
+// marshalled it (every result the SDK sends is its own marshalled value:
+// valid, compact JSON). A tool's answer of 100 KiB is then scanned one
+// time less on its way out. A result holding a line break, which would
+// end the line early, and every other message take EncodeMessage's way.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 || bytes.IndexByte(resp.Result, '\n') >= 0 || bytes.IndexByte(resp.Result, '\r') >= 0 {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	var data []byte
+	switch id := resp.ID.Raw().(type) {
+	case int64:
+		data = make([]byte, 0, len(head)+20+len(mid)+len(resp.Result)+2)
+		data = strconv.AppendInt(append(data, head...), id, 10)
+	case string:
+		// As the SDK quotes it: without escaping <, > and &.
+		var quoted bytes.Buffer
+		enc := json.NewEncoder(&quoted)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(id); err != nil {
+			return nil, err
+		}
+		data = make([]byte, 0, len(head)+quoted.Len()+len(mid)+len(resp.Result)+2)
+		data = append(append(data, head...), bytes.TrimSuffix(quoted.Bytes(), []byte("\n"))...)
+	default:
+		return jsonrpc.EncodeMessage(msg)
+	}
+	data = append(append(data, mid...), resp.Result...)
+	return append(data, '}'), nil
 }
 
 // writeLine writes data and a newline, as one write.

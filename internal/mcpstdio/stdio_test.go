@@ -260,3 +260,69 @@ func TestStdioAnswer(t *testing.T) {
 		t.Errorf("the message after them: %s", got)
 	}
 }
+
+// A message is written exactly as the SDK encodes it, whichever way it
+// takes: the responses whose result is copied and every other.
+func TestEncodeMessage(t *testing.T) {
+	t.Parallel()
+	id := func(v any) jsonrpc.ID {
+		id, err := jsonrpc.MakeID(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	text, err := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": "line\none\t\"two\" <three> & \u2028 \x01 é"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]jsonrpc.Message{
+		"int id":              &jsonrpc.Response{ID: id(float64(7)), Result: text},
+		"large int id":        &jsonrpc.Response{ID: id(float64(1 << 52)), Result: json.RawMessage(`{}`)},
+		"negative id":         &jsonrpc.Response{ID: id(float64(-3)), Result: json.RawMessage(`[]`)},
+		"string id":           &jsonrpc.Response{ID: id("a<b>\"c\"\u00e9"), Result: text},
+		"no id":               &jsonrpc.Response{Result: json.RawMessage(`{}`)},
+		"result with newline": &jsonrpc.Response{ID: id(float64(1)), Result: json.RawMessage("{\n\"a\": 1\n}")},
+		"no result":           &jsonrpc.Response{ID: id(float64(2))},
+		"error":               &jsonrpc.Response{ID: id(float64(3)), Error: &jsonrpc.Error{Code: -32602, Message: "bad"}},
+		"request":             &jsonrpc.Request{ID: id(float64(4)), Method: "tools/call", Params: text},
+		"notification":        &jsonrpc.Request{Method: "notifications/initialized"},
+	}
+	for name, msg := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data, err := encodeMessage(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := encoded(t, msg); string(data) != want {
+				t.Errorf("encodeMessage wrote\n%s\nwant, as the SDK encodes it,\n%s", data, want)
+			}
+			if strings.ContainsAny(string(data), "\r\n") {
+				t.Errorf("the line %q holds a line break", data)
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeResponse encodes the answer to a read of 100 KiB of
+// text, as the SDK hands it to the transport: encodeMessage against the
+// SDK's EncodeMessage.
+func BenchmarkEncodeResponse(b *testing.B) {
+	result, err := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": strings.Repeat(fmt.Sprintf("%-63s\n", "a line of a file of 100 KiB, \"quoted\""), 1600)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, _ := jsonrpc.MakeID(float64(12))
+	msg := &jsonrpc.Response{ID: id, Result: result}
+	for name, encode := range map[string]func(jsonrpc.Message) ([]byte, error){"encodeMessage": encodeMessage, "EncodeMessage": jsonrpc.EncodeMessage} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(result)))
+			for b.Loop() {
+				if _, err := encode(msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

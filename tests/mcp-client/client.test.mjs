@@ -10,15 +10,16 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync, existsSync, realpathSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const BIN = resolve(here, process.env.AGENTHOST_BIN || '../../bin/agenthost');
@@ -125,36 +126,46 @@ function checkBuilt() {
   assert.ok(existsSync(PLUGINS), `plugins directory not found at ${PLUGINS}: run make build (or set AGENTHOST_PLUGINS_DIR)`);
 }
 
+// connectStdio connects client to `agenthost mcp` over stdio with --root
+// root, and returns its transport.
+async function connectStdio(client, root) {
+  let stderr = '';
+  const transport = new StdioClientTransport({
+    command: BIN,
+    args: ['mcp', '--plugins', PLUGINS, '--root', root],
+    cwd: root,
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (d) => { stderr += d; });
+  try {
+    await client.connect(transport, { timeout: STARTUP_TIMEOUT_MS });
+  } catch (err) {
+    throw new Error(`stdio connect failed: ${err.message}\nserver stderr:\n${stderr}`);
+  }
+  return transport;
+}
+
+// closeStdio closes the client, stops the server and removes root.
+async function closeStdio(client, transport, root) {
+  const pid = transport?.pid;
+  await client?.close().catch(() => {});
+  if (pid) { try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ } }
+  if (root) rmSync(root, { recursive: true, force: true });
+}
+
 describe('stdio', { timeout: TEST_TIMEOUT_MS }, () => {
   let root;
   let client;
   let transport;
-  let stderr = '';
 
   before(async () => {
     checkBuilt();
     root = makeRoot();
-    transport = new StdioClientTransport({
-      command: BIN,
-      args: ['mcp', '--plugins', PLUGINS, '--root', root],
-      cwd: root,
-      stderr: 'pipe',
-    });
-    transport.stderr?.on('data', (d) => { stderr += d; });
     client = new Client({ name: 'agenthost-ts-client-test', version: '0.0.0' });
-    try {
-      await client.connect(transport, { timeout: STARTUP_TIMEOUT_MS });
-    } catch (err) {
-      throw new Error(`stdio connect failed: ${err.message}\nserver stderr:\n${stderr}`);
-    }
+    transport = await connectStdio(client, root);
   });
 
-  after(async () => {
-    const pid = transport?.pid;
-    await client?.close().catch(() => {});
-    if (pid) { try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ } }
-    if (root) rmSync(root, { recursive: true, force: true });
-  });
+  after(() => closeStdio(client, transport, root));
 
   protocolTests(() => client);
 });
@@ -264,4 +275,46 @@ describe('streamable HTTP', { timeout: TEST_TIMEOUT_MS }, () => {
   });
 
   protocolTests(() => client);
+});
+
+// A client that offers roots narrows the --root to them, for each call
+// after it says they changed; it never widens it.
+describe('stdio with the client\'s roots', { timeout: TEST_TIMEOUT_MS }, () => {
+  let root;
+  let client;
+  let transport;
+  let roots = [];
+
+  before(async () => {
+    checkBuilt();
+    root = makeRoot();
+    mkdirSync(join(root, 'sub'));
+    writeFileSync(join(root, 'sub', 'inner.txt'), 'inner\n');
+    roots = [{ uri: pathToFileURL(join(root, 'sub')).href, name: 'sub' }];
+    client = new Client({ name: 'agenthost-ts-roots-test', version: '0.0.0' }, { capabilities: { roots: { listChanged: true } } });
+    client.setRequestHandler(ListRootsRequestSchema, () => ({ roots }));
+    transport = await connectStdio(client, root);
+  });
+
+  after(() => closeStdio(client, transport, root));
+
+  async function read(path) {
+    const result = await client.callTool({ name: 'read_file', arguments: { path } }, undefined, reqOpts);
+    return { text: textOf(result), isError: result.isError === true };
+  }
+
+  test('a file outside the client\'s root is refused; one inside is read', async () => {
+    assert.deepEqual(await read(join(root, 'sub', 'inner.txt')), { text: 'inner\n', isError: false });
+    assert.deepEqual(await read('inner.txt'), { text: 'inner\n', isError: false }, 'relative paths resolve in the client\'s first root');
+    const outside = await read(join(root, 'hello.txt'));
+    assert.ok(outside.isError, `read outside the client's root: ${outside.text}`);
+  });
+
+  test('roots/list_changed takes effect on the next call, never wider than --root', async () => {
+    roots = [{ uri: pathToFileURL(dirname(root)).href }];
+    await client.sendRootsListChanged();
+    assert.deepEqual(await read(join(root, 'hello.txt')), { text: HELLO, isError: false });
+    const above = await read(join(dirname(root), 'elsewhere.txt'));
+    assert.ok(above.isError, `read above --root: ${above.text}`);
+  });
 });

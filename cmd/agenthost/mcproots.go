@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// rootsListTimeout bounds a roots/list request to a client.
+const rootsListTimeout = 5 * time.Second
+
+// mcpRootsDetails is what agenthost mcp --help says of the client's roots.
+const mcpRootsDetails = `Workspace roots from the client: a client that declares the MCP roots
+capability is asked for its roots (roots/list) before its session's first
+tools/call, and again after each notifications/roots/list_changed. Its
+file:// roots narrow the --root directories for that session's calls; they
+never widen them. A client root inside a --root is used as it is (its
+symbolic links resolved); one that contains --root directories narrows to
+them; one outside them all, or not a local file:// URI, is refused, with a
+warning on stderr. When none is left, a tool that touches files answers an
+error naming both; a tool that touches none (save_session_context) works.
+A client that lists no roots, or does not answer within 5s, leaves the
+--root directories in force. Sessions that cannot answer the server's
+requests (--stateless, protocol 2026-07-28 and later) keep the --root
+directories.`
+
+// clientRoots asks the clients of an MCP server for their roots, and
+// narrows the workspace roots of each session's tool calls to them
+// (host.WithRoots). Each session keeps its clients' answer until the
+// client says its roots changed.
+type clientRoots struct {
+	reg *host.ToolRegistry
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*sessionRoots
+}
+
+// sessionRoots are the roots of one session's client.
+type sessionRoots struct {
+	// stale: the client said its roots changed since they were asked for.
+	stale atomic.Bool
+
+	mu     sync.Mutex // held while the client is asked
+	asked  bool
+	narrow bool     // the client's answer narrows the roots
+	roots  []string // the paths of its file:// roots
+}
+
+func newClientRoots(reg *host.ToolRegistry) *clientRoots {
+	return &clientRoots{reg: reg, sessions: map[*mcp.ServerSession]*sessionRoots{}}
+}
+
+// changed is the server's RootsListChangedHandler: the session's next
+// call asks its client again.
+func (c *clientRoots) changed(_ context.Context, req *mcp.RootsListChangedRequest) {
+	c.mu.Lock()
+	s := c.sessions[req.Session]
+	c.mu.Unlock()
+	if s != nil {
+		s.stale.Store(true)
+	}
+}
+
+// middleware narrows the roots of every tools/call to the client's.
+func (c *clientRoots) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method == "tools/call" {
+			ctx = c.narrow(ctx, ss)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// narrow returns ctx with the session's client roots, if its client
+// offers roots and can be asked for them.
+func (c *clientRoots) narrow(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if !offersRoots(ss) || ctx.Value(noServerRequests{}) != nil {
+		return ctx
+	}
+	s := c.session(ss)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stale := s.stale.Swap(false); !s.asked || stale {
+		s.roots, s.narrow = c.ask(ctx, ss)
+		s.asked = true
+	}
+	if !s.narrow {
+		return ctx
+	}
+	return host.WithRoots(ctx, s.roots)
+}
+
+// session returns the roots of a session, kept until it ends.
+func (c *clientRoots) session(ss *mcp.ServerSession) *sessionRoots {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[ss]
+	if s == nil {
+		s = &sessionRoots{}
+		c.sessions[ss] = s
+		go func() {
+			ss.Wait()
+			c.mu.Lock()
+			delete(c.sessions, ss)
+			c.mu.Unlock()
+		}()
+	}
+	return s
+}
+
+// ask asks the client for its roots, and returns the paths of its file://
+// roots, and whether they narrow the workspace roots: a client that
+// fails to answer (an error, or no answer within rootsListTimeout) or
+// lists no roots leaves them as they are. That is never wider than the
+// workspace roots: the client can narrow them, not widen them. Its roots
+// that are refused, and those that narrowing drops, are logged.
+func (c *clientRoots) ask(ctx context.Context, ss *mcp.ServerSession) ([]string, bool) {
+	logger := c.reg.Logger()
+	// Not canceled with the call that asks: other calls wait for the
+	// answer.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rootsListTimeout)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %s", rootsListTimeout)
+	}
+	if err != nil {
+		logger.Warn("the MCP client did not list its roots; its session keeps the workspace roots", "error", err)
+		return nil, false
+	}
+	if len(res.Roots) == 0 {
+		return nil, false
+	}
+	paths := []string{}
+	for _, root := range res.Roots {
+		if root == nil {
+			continue
+		}
+		p, err := rootPath(root.URI)
+		if err != nil {
+			logger.Warn("refusing a root of the MCP client", "uri", root.URI, "reason", err)
+			continue
+		}
+		paths = append(paths, p)
+	}
+	kept, dropped := c.reg.NarrowRoots(paths)
+	for _, err := range dropped {
+		logger.Warn("refusing a root of the MCP client", "reason", err)
+	}
+	logger.Debug("the MCP client's roots", "roots", paths, "workspace", kept)
+	return paths, true
+}
+
+// rootPath is the path of a root's URI, which must be a file:// URI of a
+// local absolute path; percent-escapes are decoded.
+func rootPath(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	switch {
+	case err != nil:
+		return "", errors.New("not a URI")
+	case !strings.EqualFold(u.Scheme, "file"):
+		return "", errors.New("not a file:// URI (roots must be local directories)")
+	case u.Host != "" && !strings.EqualFold(u.Host, "localhost"):
+		return "", fmt.Errorf("names the host %q: roots must be local directories", u.Host)
+	case u.Opaque != "" || !strings.HasPrefix(u.Path, "/"):
+		return "", errors.New("not an absolute path")
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", errors.New("has a query or a fragment")
+	case strings.ContainsRune(u.Path, 0):
+		return "", errors.New("contains a NUL byte")
+	}
+	return u.Path, nil
+}
+
+// offersRoots reports whether the session's client declared the roots
+// capability and may be sent roots/list: its protocol version is before
+// 2026-07-28, which has the server ask through the call's result instead.
+func offersRoots(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion < firstSessionless && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
+}
+
+// noServerRequests is the context key that marks a request whose session
+// cannot answer a request of the server's.
+type noServerRequests struct{}
+
+// markStateless is the HTTP transport's middleware that marks the
+// requests of sessions that cannot answer the server's requests: each
+// request of a stateless session (every one with --stateless, and those
+// without a session ID) is a session of its own, over when the request
+// is, so the client's answer would reach no one.
+func markStateless(stateless bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && (stateless || ss.ID() == "") {
+				ctx = context.WithValue(ctx, noServerRequests{}, true)
+			}
+			return next(ctx, method, req)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import (
+	"io"
+	"os"
+)
+
+// pollableStdin is Linux's alone: elsewhere stdin is read as it is.
+func pollableStdin(io.Reader) (*os.File, bool) { return nil, false }
