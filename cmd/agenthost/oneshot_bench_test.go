@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,15 +61,55 @@ import (
 //     official filesystem server (@modelcontextprotocol/server-filesystem on
 //     Node, from tests/mcp-servers), both started once and driven by the same
 //     minimal JSON-RPC client, the time from writing a request to reading its
-//     answer: list_dir with names_only against list_directory (names
-//     only both) and list_dir against list_directory_with_sizes (sizes
-//     both) on a 200-entry directory, read_file against read_text_file on a one-line file,
-//     search_files against search_files with the glob **/*.go on a tree of
-//     200 files, mkdir against create_directory on an existing directory,
-//     and write_file against write_file of a 6-byte file (agenthost's
-//     write_file syncs the file and its directory, the reference does
-//     not: durable against not). Target 1.0x each. edit_file and move
-//     have no pair: each call changes what the next one finds.
+//     answer, for every operation both servers have (below). Target 1.0x
+//     each.
+//
+// The MCP call pairs work in the same workspace, with absolute paths; the
+// first answers of each pair are checked to be the same work done (the
+// same lines, content or effect):
+//
+//   - list_dir with names_only against list_directory, and list_dir against
+//     list_directory_with_sizes, on a directory of 200 files: names and
+//     kinds only on both sides (no stat per entry), then sizes on both.
+//   - list_dir with depth 2 and names_only against directory_tree on a
+//     tree of 10 directories of 20 files: every name and kind of the tree
+//     as JSON on both sides (agenthost's structuredContent, checked to hold
+//     the 200 files, besides its indented text; directory_tree has no
+//     depth, and the tree is 2 deep, so depth 2 is all of it); then the
+//     same with exclude ["**/*.txt"] against excludePatterns ["**/*.txt"],
+//     which leave out the 100 .txt files on both sides (the reference
+//     matches a pattern with * against the path from the listed
+//     directory, so *.txt alone would exclude nothing a level down).
+//   - read_file against read_text_file on a one-line file and on a file of
+//     100 KiB (1,600 lines; under read_file's 256 KiB cap, so both answer
+//     all of it), and with tail 10 on both on a file of 5,000 lines with
+//     no final newline (so the reference's tail, which counts an empty last
+//     line, answers the same 10 lines).
+//   - read_multiple_files against read_multiple_files of 5 two-line
+//     files.
+//   - file_info of one path against get_file_info: a stat each, link not
+//     followed on our side, followed on theirs (the path is a file);
+//     agenthost's answer also names the owner and the group.
+//   - search_files against search_files with the glob **/*.go on the
+//     200-file tree (100 matches).
+//   - mkdir against create_directory on an existing directory.
+//   - write_file against write_file of 6 bytes over an existing file: both
+//     write a temporary file and rename it over the old one, but
+//     agenthost's also syncs the file and its directory and the
+//     reference's does not (durable against not), and takes the file's
+//     lock.
+//   - edit_file with edits and dry_run against edit_file with edits and
+//     dryRun, one edit of line 50 of a 100-line file: both read the file,
+//     apply the edit and answer its diff, and write nothing, so the calls
+//     repeat on one file.
+//   - edit_file against edit_file with the same edit written, the calls
+//     alternating between two edits (A to B, then B to A), each timed, on
+//     a file of each server's own: both read the file, replace, answer a
+//     diff and replace the file through a temporary file (agenthost's
+//     synced and locked, as write_file's).
+//   - move against move_file, renaming a file a.txt to b.txt and back in
+//     turn, each server its own file: a refusal to replace an existing
+//     destination on both sides.
 //
 // Making the searches equivalent: both sides search the same tree with the
 // same pattern and skip the same files (hidden ones, binaries, and what
@@ -92,7 +134,7 @@ import (
 //
 // With -benchtime 1x (make bench) a run makes 15 alternating pairs of
 // each process comparison, 9 of each search of Go's tree and 200 of each
-// MCP call (after 20 unmeasured), in about a minute:
+// MCP call (after 20 unmeasured), in about a minute and a half:
 //
 //	go test -run '^$' -bench '^BenchmarkOneShot$' -benchtime 1x ./cmd/agenthost/
 func BenchmarkOneShot(b *testing.B) {
@@ -176,6 +218,15 @@ const (
 	oneShotWarmCalls = 20
 	// oneShotProtocol is the MCP protocol version the client speaks.
 	oneShotProtocol = "2025-06-18"
+	// oneShotTailFileLines is the length of the file whose last lines the
+	// tail calls read; oneShotBigFile, the size of the larger file read
+	// whole.
+	oneShotTailFileLines = 5000
+	oneShotBigFile       = 100 << 10
+	// oneShotEditFrom and oneShotEditTo are line 50 of the edited file
+	// before and after an edit; the real edits alternate between them.
+	oneShotEditFrom = "\tvalue := compute(1) // the line the edits change"
+	oneShotEditTo   = "\tvalue := compute(2) // the line the edits change"
 )
 
 // oneShot is what the comparisons share: the binaries, the workspace and
@@ -275,7 +326,11 @@ func oneShotBuild(b *testing.B, dir, out string, pkgs ...string) {
 }
 
 // makeWorkspace fills the workspace: one.txt, dir200 (200 files), tree
-// (10 directories of 10 .go and 10 .txt files each) and out/made.
+// (10 directories of 10 .go and 10 .txt files each), out/made, and what
+// the MCP calls read and change: lines.txt (5,000 lines, no newline at
+// its end), big.txt (100 KiB of 64-byte lines), multi (five small files),
+// edit (a file of Go for each server and one for dry runs, 100 lines
+// each) and move (a.txt for each server).
 func (s *oneShot) makeWorkspace() {
 	write := func(name, content string) {
 		path := filepath.Join(s.work, name)
@@ -299,6 +354,43 @@ func (s *oneShot) makeWorkspace() {
 	if err := os.MkdirAll(filepath.Join(s.work, "out", "made"), 0o755); err != nil {
 		s.b.Fatal(err)
 	}
+	var lines strings.Builder
+	for i := range oneShotTailFileLines {
+		if i > 0 {
+			lines.WriteByte('\n')
+		}
+		fmt.Fprintf(&lines, "line %05d of a file read from its end", i+1)
+	}
+	write("lines.txt", lines.String())
+	var big strings.Builder
+	for i := range oneShotBigFile / 64 {
+		fmt.Fprintf(&big, "%-63s\n", fmt.Sprintf("line %05d of a 100 KiB file", i+1))
+	}
+	write("big.txt", big.String())
+	for i := range 5 {
+		write(fmt.Sprintf("multi/m%d.txt", i+1), fmt.Sprintf("file %d\nof five\n", i+1))
+	}
+	for _, name := range []string{"edit/ours.go", "edit/theirs.go", "edit/dry.go"} {
+		write(name, oneShotEditFile(oneShotEditFrom))
+	}
+	write("move/ours/a.txt", "moved\n")
+	write("move/theirs/a.txt", "moved\n")
+}
+
+// oneShotEditFile is the file the edits change: 100 lines of Go, line 50
+// the one edited.
+func oneShotEditFile(line50 string) string {
+	var sb strings.Builder
+	sb.WriteString("package edit\n\nfunc f() int {\n")
+	for i := 4; i <= 99; i++ {
+		if i == 50 {
+			sb.WriteString(line50 + "\n")
+			continue
+		}
+		fmt.Fprintf(&sb, "\t_ = %d // line %d\n", i, i)
+	}
+	sb.WriteString("}\n")
+	return sb.String()
 }
 
 // agenthostCmd is agenthost with the built-in plugins, the warm cache, no
@@ -504,18 +596,51 @@ func (s *oneShot) mcpLaunch(method, params, want string) oneShotVariant {
 	}
 }
 
-// oneShotPair is a tool both MCP servers have, with the same arguments.
+// oneShotPair is an operation both MCP servers have: a tool of each and
+// the arguments of each for equivalent work.
 type oneShotPair struct {
-	name         string
+	name         string // the sub-benchmark
+	what, base   string // the table's words for each side
 	ours, theirs string // tool names
-	args         string // JSON
-	check        func(b *testing.B, ours, theirs string)
+	// args are agenthost's arguments (JSON), theirsArgs the reference's
+	// (nil: the same). With more than one, the calls take them in turn,
+	// so that calls that change files undo each other.
+	args, theirsArgs []string
+	// check checks the answers to the first call of each;
+	// checkStructured, agenthost's structuredContent then.
+	check           func(b *testing.B, ours, theirs string)
+	checkStructured func(b *testing.B, ours json.RawMessage)
 }
 
-// mcpCalls compares calls of agenthost mcp's tools with the official
-// filesystem server's, both started once.
-func (s *oneShot) mcpCalls(b *testing.B) {
-	path := func(name string) string { return strconv.Quote(filepath.Join(s.work, name)) }
+// argsAt returns the arguments of call i of each side.
+func (p oneShotPair) argsAt(i int) (ours, theirs string) {
+	ours = p.args[i%len(p.args)]
+	if p.theirsArgs == nil {
+		return ours, ours
+	}
+	return ours, p.theirsArgs[i%len(p.theirsArgs)]
+}
+
+// oneShotJSON is v as JSON.
+func oneShotJSON(b *testing.B, v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(data)
+}
+
+// mcpPairs are the operations mcpCalls compares, in the workspace that
+// makeWorkspace made.
+func (s *oneShot) mcpPairs(b *testing.B) []oneShotPair {
+	path := func(name string) string { return filepath.Join(s.work, name) }
+	args := func(kv ...any) string {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return oneShotJSON(b, m)
+	}
 	// countLines checks that both answers have want lines holding sub.
 	countLines := func(sub string, want int) func(b *testing.B, ours, theirs string) {
 		return func(b *testing.B, ours, theirs string) {
@@ -534,18 +659,185 @@ func (s *oneShot) mcpCalls(b *testing.B) {
 			}
 		}
 	}
-	pairs := []oneShotPair{
-		{name: "list_dir", ours: "list_dir", theirs: "list_directory", args: `{"path":` + path("dir200") + `,"names_only":true}`, check: countLines("file-", 200)},
-		{name: "list_dir_sizes", ours: "list_dir", theirs: "list_directory_with_sizes", args: `{"path":` + path("dir200") + `}`, check: countLines("file-", 200)},
-		{name: "read_file", ours: "read_file", theirs: "read_text_file", args: `{"path":` + path("one.txt") + `}`, check: countLines("hello, world", 1)},
-		{name: "search_files", ours: "search_files", theirs: "search_files", args: `{"path":` + path("tree") + `,"pattern":"**/*.go"}`, check: countLines(".go", 100)},
-		{name: "mkdir", ours: "mkdir", theirs: "create_directory", args: `{"path":` + path("out/made") + `}`},
-		{name: "write_file", ours: "write_file", theirs: "write_file", args: `{"path":` + path("out/written.txt") + `,"content":"hello\n"}`},
+	// both checks that each answer holds every one of subs.
+	both := func(subs ...string) func(b *testing.B, ours, theirs string) {
+		return func(b *testing.B, ours, theirs string) {
+			for _, sub := range subs {
+				if !strings.Contains(ours, sub) || !strings.Contains(theirs, sub) {
+					b.Fatalf("want both answers to hold %q\nagenthost:\n%s\nreference:\n%s", sub, oneShotCut(ours), oneShotCut(theirs))
+				}
+			}
+		}
 	}
+	// sameText checks that both answers are want, a final newline aside.
+	sameText := func(want string) func(b *testing.B, ours, theirs string) {
+		want = strings.TrimSuffix(want, "\n")
+		return func(b *testing.B, ours, theirs string) {
+			if strings.TrimSuffix(ours, "\n") != want || strings.TrimSuffix(theirs, "\n") != want {
+				b.Fatalf("want both answers to be the %d bytes expected; agenthost answered %d, the reference %d\nagenthost:\n%s\nreference:\n%s",
+					len(want), len(ours), len(theirs), oneShotCut(ours), oneShotCut(theirs))
+			}
+		}
+	}
+	// content checks that the named files hold want.
+	content := func(b *testing.B, want string, names ...string) {
+		for _, name := range names {
+			data, err := os.ReadFile(path(name))
+			if err != nil || string(data) != want {
+				b.Fatalf("after the first call %s holds %q (%v), want %q", name, oneShotCut(string(data)), err, oneShotCut(want))
+			}
+		}
+	}
+	// treeFiles checks that agenthost's structured listing holds want
+	// files a level down, in directories, as directory_tree's JSON does.
+	treeFiles := func(want int) func(b *testing.B, structured json.RawMessage) {
+		return func(b *testing.B, structured json.RawMessage) {
+			var listing struct {
+				Entries []struct {
+					Type     string `json:"type"`
+					Children []struct {
+						Type string `json:"type"`
+					} `json:"children"`
+				} `json:"entries"`
+			}
+			if err := json.Unmarshal(structured, &listing); err != nil {
+				b.Fatalf("agenthost's structuredContent: %v: %s", err, oneShotCut(string(structured)))
+			}
+			n := 0
+			for _, e := range listing.Entries {
+				for _, c := range e.Children {
+					if e.Type == "directory" && c.Type == "file" {
+						n++
+					}
+				}
+			}
+			if n != want {
+				b.Fatalf("agenthost's structuredContent lists %d files in the directories, want %d: %s", n, want, oneShotCut(string(structured)))
+			}
+		}
+	}
+	readAll := func(name string) string {
+		data, err := os.ReadFile(path(name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return string(data)
+	}
+
+	lines := readAll("lines.txt")
+	tail := lines[strings.LastIndex(lines, "line 04991"):]
+	var multi, multiNames []string
+	for i := range 5 {
+		multi = append(multi, path(fmt.Sprintf("multi/m%d.txt", i+1)))
+		multiNames = append(multiNames, fmt.Sprintf("file %d\nof five", i+1))
+	}
+	ourEdit := func(name, from, to string, dry bool) string {
+		return args("path", path(name), "edits", []map[string]string{{"old_string": from, "new_string": to}}, "dry_run", dry)
+	}
+	theirsEdit := func(name, from, to string, dry bool) string {
+		return args("path", path(name), "edits", []map[string]string{{"oldText": from, "newText": to}}, "dryRun", dry)
+	}
+	moveArgs := func(side, from, to string) string {
+		return args("source", path("move/"+side+"/"+from), "destination", path("move/"+side+"/"+to))
+	}
+	one := func(v string) []string { return []string{v} }
+
+	return []oneShotPair{
+		{name: "list_dir", what: "list_dir names_only (200 entries)", base: "list_directory",
+			ours: "list_dir", theirs: "list_directory",
+			args: one(args("path", path("dir200"), "names_only", true)), theirsArgs: one(args("path", path("dir200"))),
+			check: countLines("file-", 200)},
+		{name: "list_dir_sizes", what: "list_dir (200 entries, sizes)", base: "list_directory_with_sizes",
+			ours: "list_dir", theirs: "list_directory_with_sizes",
+			args: one(args("path", path("dir200"))), check: countLines("file-", 200)},
+		{name: "list_dir_tree", what: "list_dir depth 2 names_only (210 entries)", base: "directory_tree",
+			ours: "list_dir", theirs: "directory_tree",
+			args: one(args("path", path("tree"), "depth", 2, "names_only", true)), theirsArgs: one(args("path", path("tree"))),
+			check: countLines("f0", 200), checkStructured: treeFiles(200)},
+		{name: "list_dir_tree_exclude", what: "list_dir depth 2 names_only exclude **/*.txt (110 entries)", base: "directory_tree excludePatterns **/*.txt",
+			ours: "list_dir", theirs: "directory_tree",
+			args:       one(args("path", path("tree"), "depth", 2, "names_only", true, "exclude", []string{"**/*.txt"})),
+			theirsArgs: one(args("path", path("tree"), "excludePatterns", []string{"**/*.txt"})),
+			check: func(b *testing.B, ours, theirs string) {
+				countLines(".go", 100)(b, ours, theirs)
+				countLines(".txt", 0)(b, ours, theirs)
+			},
+			checkStructured: treeFiles(100)},
+		{name: "read_file", what: "read_file (1 line)", base: "read_text_file",
+			ours: "read_file", theirs: "read_text_file",
+			args: one(args("path", path("one.txt"))), check: sameText("hello, world\n")},
+		{name: "read_file_100k", what: "read_file (100 KiB)", base: "read_text_file",
+			ours: "read_file", theirs: "read_text_file",
+			args: one(args("path", path("big.txt"))), check: sameText(readAll("big.txt"))},
+		{name: "read_file_tail", what: "read_file tail 10 (5,000 lines)", base: "read_text_file tail 10",
+			ours: "read_file", theirs: "read_text_file",
+			args: one(args("path", path("lines.txt"), "tail", 10)), check: sameText(tail)},
+		{name: "read_multiple_files", what: "read_multiple_files (5 small files)", base: "read_multiple_files",
+			ours: "read_multiple_files", theirs: "read_multiple_files",
+			args: one(args("paths", multi)), check: both(multiNames...)},
+		{name: "file_info", what: "file_info (1 path)", base: "get_file_info",
+			ours: "file_info", theirs: "get_file_info",
+			args: one(args("paths", []string{path("big.txt")})), theirsArgs: one(args("path", path("big.txt"))),
+			check: func(b *testing.B, ours, theirs string) {
+				size := strconv.Itoa(oneShotBigFile)
+				if !strings.Contains(ours, size+" bytes") || !strings.Contains(theirs, "size: "+size) {
+					b.Fatalf("want both answers to give the size %s\nagenthost:\n%s\nreference:\n%s", size, ours, theirs)
+				}
+			}},
+		{name: "search_files", what: "search_files **/*.go (200 files)", base: "search_files",
+			ours: "search_files", theirs: "search_files",
+			args: one(args("path", path("tree"), "pattern", "**/*.go")), check: countLines(".go", 100)},
+		{name: "mkdir", what: "mkdir (existing)", base: "create_directory",
+			ours: "mkdir", theirs: "create_directory",
+			args: one(args("path", path("out/made")))},
+		{name: "write_file", what: "write_file (6 bytes)", base: "write_file",
+			ours: "write_file", theirs: "write_file",
+			args: one(args("path", path("out/written.txt"), "content", "hello\n"))},
+		{name: "edit_file", what: "edit_file (1 edit, 100 lines)", base: "edit_file",
+			ours: "edit_file", theirs: "edit_file",
+			args: []string{
+				ourEdit("edit/ours.go", oneShotEditFrom, oneShotEditTo, false),
+				ourEdit("edit/ours.go", oneShotEditTo, oneShotEditFrom, false),
+			},
+			theirsArgs: []string{
+				theirsEdit("edit/theirs.go", oneShotEditFrom, oneShotEditTo, false),
+				theirsEdit("edit/theirs.go", oneShotEditTo, oneShotEditFrom, false),
+			},
+			check: func(b *testing.B, ours, theirs string) {
+				both("-"+oneShotEditFrom, "+"+oneShotEditTo)(b, ours, theirs)
+				content(b, oneShotEditFile(oneShotEditTo), "edit/ours.go", "edit/theirs.go")
+			}},
+		{name: "edit_file_dry_run", what: "edit_file dry_run (1 edit, 100 lines)", base: "edit_file dryRun",
+			ours: "edit_file", theirs: "edit_file",
+			args:       one(ourEdit("edit/dry.go", oneShotEditFrom, oneShotEditTo, true)),
+			theirsArgs: one(theirsEdit("edit/dry.go", oneShotEditFrom, oneShotEditTo, true)),
+			check: func(b *testing.B, ours, theirs string) {
+				both("-"+oneShotEditFrom, "+"+oneShotEditTo)(b, ours, theirs)
+				content(b, oneShotEditFile(oneShotEditFrom), "edit/dry.go")
+			}},
+		{name: "move", what: "move (a file, renamed)", base: "move_file",
+			ours: "move", theirs: "move_file",
+			args:       []string{moveArgs("ours", "a.txt", "b.txt"), moveArgs("ours", "b.txt", "a.txt")},
+			theirsArgs: []string{moveArgs("theirs", "a.txt", "b.txt"), moveArgs("theirs", "b.txt", "a.txt")},
+			check: func(b *testing.B, _, _ string) {
+				content(b, "moved\n", "move/ours/b.txt", "move/theirs/b.txt")
+				for _, side := range []string{"ours", "theirs"} {
+					if _, err := os.Lstat(path("move/" + side + "/a.txt")); !errors.Is(err, fs.ErrNotExist) {
+						b.Fatalf("after the first move move/%s/a.txt is still there (%v)", side, err)
+					}
+				}
+			}},
+	}
+}
+
+// mcpCalls compares calls of agenthost mcp's tools with the official
+// filesystem server's, both started once.
+func (s *oneShot) mcpCalls(b *testing.B) {
+	pairs := s.mcpPairs(b)
 	rows := func() []oneShotRow {
 		var rs []oneShotRow
 		for _, p := range pairs {
-			rs = append(rs, oneShotRow{what: "mcp call " + p.ours, base: "reference " + p.theirs, target: 1})
+			rs = append(rs, p.row())
 		}
 		return rs
 	}
@@ -576,26 +868,41 @@ func (s *oneShot) mcpCalls(b *testing.B) {
 	for _, p := range pairs {
 		b.Run(p.name, func(b *testing.B) {
 			ours.b, theirs.b = b, b
-			for i := range oneShotWarmCalls {
-				_, a := ours.callTool(p.ours, p.args)
-				_, t := theirs.callTool(p.theirs, p.args)
-				if i == 0 && p.check != nil {
+			n := 0
+			call := func() (time.Duration, time.Duration) {
+				oa, ta := p.argsAt(n)
+				n++
+				d, a := ours.callTool(p.ours, oa)
+				e, t := theirs.callTool(p.theirs, ta)
+				if n == 1 && p.check != nil {
 					p.check(b, a, t)
 				}
+				if n == 1 && p.checkStructured != nil {
+					p.checkStructured(b, ours.structured)
+				}
+				return d, e
+			}
+			for range oneShotWarmCalls {
+				call()
 			}
 			var at, tt []time.Duration
 			for b.Loop() {
 				for range oneShotCalls {
-					d, _ := ours.callTool(p.ours, p.args)
+					d, e := call()
 					at = append(at, d)
-					d, _ = theirs.callTool(p.theirs, p.args)
-					tt = append(tt, d)
+					tt = append(tt, e)
 				}
 			}
-			s.report(b, oneShotRow{what: "mcp call " + p.ours, base: "reference " + p.theirs, target: 1,
-				median: oneShotMedian(at), baseMed: oneShotMedian(tt)})
+			r := p.row()
+			r.median, r.baseMed = oneShotMedian(at), oneShotMedian(tt)
+			s.report(b, r)
 		})
 	}
+}
+
+// row is the pair's line of the table, without figures.
+func (p oneShotPair) row() oneShotRow {
+	return oneShotRow{what: "mcp " + p.what, base: "reference " + p.base, target: 1}
 }
 
 // oneShotCut is text cut to what a failure message shows.
@@ -621,6 +928,8 @@ type oneShotClient struct {
 	r      *bufio.Reader
 	stderr *plugintest.Buffer
 	id     int
+	// structured is the structuredContent of the last tool call.
+	structured json.RawMessage
 }
 
 // startOneShotClient starts cmd with its stdin and stdout on pipes.
@@ -721,11 +1030,13 @@ func (c *oneShotClient) callTool(name, args string) (time.Duration, string) {
 		Content []struct {
 			Text string `json:"text"`
 		} `json:"content"`
-		IsError bool `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
 	}
 	if err := json.Unmarshal(raw, &result); err != nil {
 		c.b.Fatalf("%s: %s: %v: %s", c.cmd.Path, name, err, raw)
 	}
+	c.structured = result.StructuredContent
 	var text strings.Builder
 	for _, part := range result.Content {
 		text.WriteString(part.Text)
