@@ -72,8 +72,19 @@ func ServerOptions(opts []grpc.ServerOption) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
 		grpc.NumStreamWorkers(uint32(max(4, runtime.GOMAXPROCS(0)))),
+		grpc.InitialWindowSize(windowSize),
+		grpc.InitialConnWindowSize(windowSize),
 	)
 }
+
+// windowSize is the HTTP/2 flow-control window of every stream and
+// connection, on both sides. Setting it turns off gRPC's bandwidth
+// estimation, which otherwise answers each message received with a PING
+// and each PING with an ACK: two more writes per call on a socket that
+// has no bandwidth to estimate, and each wakes the other process. 16 MiB
+// is as far as the estimation would grow the window, so large messages
+// flow as they did.
+const windowSize = 16 << 20
 
 // NewServer is a gRPC server factory for go-plugin and its broker.
 func NewServer(opts []grpc.ServerOption) *grpc.Server {
@@ -84,6 +95,8 @@ func NewServer(opts []grpc.ServerOption) *grpc.Server {
 // side.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
+		grpc.WithInitialWindowSize(windowSize),
+		grpc.WithInitialConnWindowSize(windowSize),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMessageSize),
 			grpc.MaxCallSendMsgSize(maxMessageSize),
