@@ -7,84 +7,120 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// callResult is a tool call's result on its way to the client, encoded
-// with fewer passes over its text and its structured result than the
-// SDK's own encoding makes.
+// callResult is a tools/call result of one text content on its way to
+// the client, in a form that encoding/json writes with one pass over its
+// text.
 //
-// The SDK encodes a *mcp.CallToolResult with encoding/json three levels
-// deep: the text content is marshalled, then the result around it, with
-// the structured result (a json.RawMessage) validated and compacted
-// there, and then the whole scanned and compacted once more where the
-// response is marshalled. For list_dir's answer of 200 entries (2.6 KB
-// of text, 7.7 KB of structured result) that is about 0.1 ms. Here the
-// text is marshalled once and the structured result, already compact,
-// is copied as it is, which leaves the last scan alone: the bytes are
-// those of the SDK's encoding, byte for byte (TestToolResultBytes).
+// The SDK's JSON-RPC layer marshals each result with encoding/json, and
+// *mcp.CallToolResult is a json.Marshaler: its MarshalJSON marshals the
+// text content (one pass over the text), then the result around it (a
+// second: encoding/json compacts, byte by byte, whatever a MarshalJSON
+// returns), and the layer's own marshal compacts the whole once more.
+// For read_file's answer of 100 KiB those two extra passes cost about
+// 0.4 ms of a 1.4 ms call. callResult is a plain struct instead, which
+// encoding/json writes field by field, quoting the text as it goes and
+// scanning nothing again; only the structured result, JSON already and
+// much smaller than the text as a rule, is compacted as it is copied.
+// The bytes are the SDK's, except that <, > and & (and, in the
+// structured result, U+2028 and U+2029) are written as they are rather
+// than escaped: the same JSON strings (TestCallResultJSON).
 //
-// It embeds the result, so that the SDK sees the same result through its
-// methods.
+// callResult embeds the result, so that the SDK sees the same result
+// through its methods: it sets the _meta of a result after the
+// middleware has returned (its server information, for clients of
+// protocol 2026-07-28 and later), which the Meta field reads when the
+// result is written. The embedded result's fields are left out by its
+// json tag, and its MarshalJSON is hidden by the field of that name, so
+// callResult is no json.Marshaler.
 type callResult struct {
-	*mcp.CallToolResult
+	*mcp.CallToolResult `json:"-"`
+	// MarshalJSON hides the embedded result's method of that name.
+	MarshalJSON struct{} `json:"-"`
+
+	// The members in the order the SDK writes them.
+	Meta              resultMeta      `json:"_meta,omitzero"`
+	Content           [1]textContent  `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	RequestState      string          `json:"requestState,omitempty"`
+	ResultType        string          `json:"resultType,omitempty"`
 }
 
-// fastResult wraps res, a tools/call result, as a callResult, and leaves
-// every other result as it is.
+// textContent is a text content as the SDK writes one without _meta or
+// annotations.
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// resultMeta is the _meta of the result it points to, as it is when the
+// result is written.
+type resultMeta struct{ res *mcp.CallToolResult }
+
+func (m resultMeta) IsZero() bool                 { return len(m.res.Meta) == 0 }
+func (m resultMeta) MarshalJSON() ([]byte, error) { return json.Marshal(m.res.Meta) }
+
+// fastResult wraps res, a tools/call result, as a callResult when it is
+// one text content, with or without a structured result that is a
+// json.RawMessage, as callTool makes them. It leaves every other result
+// as it is, for the SDK to write.
 func fastResult(res mcp.Result) mcp.Result {
-	if r, ok := res.(*mcp.CallToolResult); ok && r != nil {
-		return callResult{r}
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || r == nil || r.InputRequests != nil {
+		return res
 	}
-	return res
-}
-
-// contentHead is how the SDK's encoding of a result without content and
-// without _meta begins.
-const contentHead = `{"content":null`
-
-// MarshalJSON encodes the result as (*mcp.CallToolResult).MarshalJSON
-// does. A result of one text content and a structured result that is a
-// json.RawMessage (or none), as callTool makes them, is encoded here;
-// any other by the SDK.
-func (r callResult) MarshalJSON() ([]byte, error) {
-	res := r.CallToolResult
-	text, ok := soleText(res)
-	if !ok || res.Meta != nil {
-		return res.MarshalJSON()
+	text, ok := soleText(r)
+	if !ok {
+		return res
 	}
 	var structured json.RawMessage
-	switch s := res.StructuredContent.(type) {
+	switch s := r.StructuredContent.(type) {
 	case nil:
 	case json.RawMessage:
-		if len(s) == 0 || !compactHTMLSafe(s) {
-			return res.MarshalJSON()
+		if len(s) == 0 {
+			return res
 		}
 		structured = s
 	default:
-		return res.MarshalJSON()
+		return res
 	}
-	// The members after the content (isError, resultType, ...) as the
-	// SDK writes them, from a copy of the result without its content.
-	shell := *res
-	shell.Content, shell.StructuredContent = nil, nil
-	head, err := shell.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	rest, ok := bytes.CutPrefix(head, []byte(contentHead))
+	resultType, ok := resultTypeOf(r)
 	if !ok {
-		return res.MarshalJSON()
+		return res
 	}
-	// As the SDK's json.Marshal writes a string: <, > and & escaped.
-	quoted, err := json.Marshal(text)
+	return callResult{
+		CallToolResult:    r,
+		Meta:              resultMeta{r},
+		Content:           [1]textContent{{Type: "text", Text: text}},
+		StructuredContent: structured,
+		IsError:           r.IsError,
+		RequestState:      r.RequestState,
+		ResultType:        resultType,
+	}
+}
+
+// resultTypeOf returns the resultType the SDK gave res (unexported, so
+// read from its JSON without its content), and false when that JSON has
+// a member callResult does not write.
+func resultTypeOf(res *mcp.CallToolResult) (string, bool) {
+	shell := *res
+	shell.Meta, shell.Content, shell.StructuredContent = nil, nil, nil
+	data, err := shell.MarshalJSON()
 	if err != nil {
-		return nil, err
+		return "", false
 	}
-	const open, closeText, structuredKey = `{"content":[{"type":"text","text":`, `}]`, `,"structuredContent":`
-	out := make([]byte, 0, len(open)+len(quoted)+len(closeText)+len(structuredKey)+len(structured)+len(rest))
-	out = append(append(append(out, open...), quoted...), closeText...)
-	if structured != nil {
-		out = append(append(out, structuredKey...), structured...)
+	var members struct {
+		Content      json.RawMessage `json:"content"`
+		IsError      bool            `json:"isError"`
+		RequestState string          `json:"requestState"`
+		ResultType   string          `json:"resultType"`
 	}
-	return append(out, rest...), nil
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&members) != nil {
+		return "", false
+	}
+	return members.ResultType, true
 }
 
 // soleText returns the text of res's content when that is one text
@@ -98,33 +134,4 @@ func soleText(res *mcp.CallToolResult) (string, bool) {
 		return "", false
 	}
 	return c.Text, true
-}
-
-// compactHTMLSafe reports whether raw, valid JSON, is as encoding/json
-// writes a json.RawMessage within a value it marshals: compact (no
-// space outside strings), and without <, >, & or the line separators
-// U+2028 and U+2029, which it escapes. Such JSON is copied as it is.
-func compactHTMLSafe(raw []byte) bool {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; c {
-		case '<', '>', '&':
-			return false
-		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
-			if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
-				return false
-			}
-		case '"':
-			inString = !inString
-		case '\\':
-			if inString {
-				i++ // the escaped byte: \" does not end the string
-			}
-		case ' ', '\t', '\n', '\r':
-			if !inString {
-				return false
-			}
-		}
-	}
-	return true
 }

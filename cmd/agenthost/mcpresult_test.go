@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,10 +22,14 @@ func marshalAsSDK(t *testing.T, v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// TestCallResultBytes checks that a result wrapped by fastResult is
-// sent byte for byte as the SDK sends it, on the fast path and on every
-// way off it.
-func TestCallResultBytes(t *testing.T) {
+// TestCallResultJSON checks that a result wrapped by fastResult is sent
+// as the SDK sends it: the same JSON, and the same bytes but for <, >, &,
+// U+2028 and U+2029, which the SDK escapes; on the fast path and on
+// every way off it.
+func TestCallResultJSON(t *testing.T) {
+	if _, ok := any(callResult{}).(json.Marshaler); ok {
+		t.Fatal("callResult is a json.Marshaler: encoding/json would scan what it returns once more")
+	}
 	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
 	// complete is a result as the SDK shapes it for protocol 2026-07-28
 	// and later, with its resultType.
@@ -40,50 +45,61 @@ func TestCallResultBytes(t *testing.T) {
 	cases := []struct {
 		name string
 		res  *mcp.CallToolResult
-		fast bool // encoded here rather than by the SDK
+		fast bool // written from a callResult rather than by the SDK
+		// meta is set through the wrapped result after fastResult, as the
+		// SDK sets its server information.
+		meta mcp.Meta
 	}{
-		{"text only", &mcp.CallToolResult{Content: text("dir/\nfile (3 B)\n")}, true},
-		{"text to escape", &mcp.CallToolResult{Content: text("a -> b & <c> \"q\" \\ \t\u2028\u2029 \x00 \xff end")}, true},
-		{"empty text", &mcp.CallToolResult{Content: text("")}, true},
-		{"error", &mcp.CallToolResult{Content: text("Error executing x: no"), IsError: true}, true},
-		{"structured", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"path":"d","entries":[{"name":"a b","type":"file","size":3}],"more":0}`)}, true},
-		{"structured with escapes", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"a":"q\" \\ \u003c \u2028 x","b":[1,2.5e3,true,null,{}]}`)}, true},
-		{"structured, resultType", complete(raw(`{"n":1}`)), true},
-		{"resultType", complete(nil), true},
-		{"structured with spaces", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{ "a": [1, 2] }`)}, false},
-		{"structured with a line break", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw("{\"a\":\n1}")}, false},
-		{"structured with <", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"a":"<b>"}`)}, false},
-		{"structured with &", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"a":"b&c"}`)}, false},
-		{"structured with U+2028", &mcp.CallToolResult{Content: text("x"), StructuredContent: raw("{\"a\":\"b\u2028c\"}")}, false},
-		{"structured as a map", &mcp.CallToolResult{Content: text("x"), StructuredContent: map[string]any{"a": "<b>"}}, false},
-		{"two contents", &mcp.CallToolResult{Content: append(text("a"), &mcp.TextContent{Text: "b"})}, false},
-		{"no content", &mcp.CallToolResult{Content: []mcp.Content{}}, false},
-		{"annotated text", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a", Annotations: &mcp.Annotations{Priority: 1}}}}, false},
-		{"meta", &mcp.CallToolResult{Meta: mcp.Meta{"k": "v"}, Content: text("a")}, false},
+		{name: "text only", res: &mcp.CallToolResult{Content: text("dir/\nfile (3 B)\n")}, fast: true},
+		{name: "text to escape", res: &mcp.CallToolResult{Content: text("a -> b & <c> \"q\" \\ \t\u2028\u2029 \x00 \xff end")}, fast: true},
+		{name: "text with an escape's letters", res: &mcp.CallToolResult{Content: text(`\u003c \\u003c`)}, fast: true},
+		{name: "empty text", res: &mcp.CallToolResult{Content: text("")}, fast: true},
+		{name: "error", res: &mcp.CallToolResult{Content: text("Error executing x: no"), IsError: true}, fast: true},
+		{name: "structured", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"path":"d","entries":[{"name":"a b","type":"file","size":3}],"more":0}`)}, fast: true},
+		{name: "structured with escapes", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"a":"q\" \\ \u003c \u2028 x","b":[1,2.5e3,true,null,{}]}`)}, fast: true},
+		{name: "structured, resultType", res: complete(raw(`{"n":1}`)), fast: true},
+		{name: "resultType", res: complete(nil), fast: true},
+		{name: "structured with spaces", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{ "a": [1, 2] }`)}, fast: true},
+		{name: "structured with a line break", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: raw("{\"a\":\n1}")}, fast: true},
+		{name: "structured with <", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: raw(`{"a":"<b>"}`)}, fast: true},
+		{name: "structured with U+2028", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: raw("{\"a\":\"b\u2028c\"}")}, fast: true},
+		{name: "meta", res: &mcp.CallToolResult{Meta: mcp.Meta{"k": "v"}, Content: text("a")}, fast: true},
+		{name: "meta set later", res: complete(raw(`{"n":1}`)), fast: true, meta: mcp.Meta{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "agenthost"}}},
+		{name: "request state", res: &mcp.CallToolResult{Content: text("a"), RequestState: "s"}, fast: true},
+		{name: "structured as a map", res: &mcp.CallToolResult{Content: text("x"), StructuredContent: map[string]any{"a": "<b>"}}},
+		{name: "two contents", res: &mcp.CallToolResult{Content: append(text("a"), &mcp.TextContent{Text: "b"})}},
+		{name: "no content", res: &mcp.CallToolResult{Content: []mcp.Content{}}},
+		{name: "annotated text", res: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a", Annotations: &mcp.Annotations{Priority: 1}}}}},
+		{name: "text with meta", res: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a", Meta: mcp.Meta{"k": 1}}}}},
+		{name: "input requests", res: &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want := marshalAsSDK(t, c.res)
 			wrapped := fastResult(c.res)
-			if _, ok := wrapped.(callResult); !ok {
-				t.Fatalf("fastResult returned %T, want a callResult", wrapped)
+			if c.meta != nil {
+				wrapped.SetMeta(c.meta)
 			}
-			if got := marshalAsSDK(t, wrapped); !bytes.Equal(got, want) {
+			_, fast := wrapped.(callResult)
+			if fast != c.fast {
+				t.Fatalf("fastResult returned %T, want a callResult: %v", wrapped, c.fast)
+			}
+			if !fast && wrapped != mcp.Result(c.res) {
+				t.Fatalf("fastResult returned %T, not the result it was given", wrapped)
+			}
+			want := marshalAsSDK(t, c.res)
+			got := marshalAsSDK(t, wrapped)
+			var gotValue, wantValue any
+			if err := json.Unmarshal(got, &gotValue); err != nil {
+				t.Fatalf("sent as invalid JSON %s: %v", got, err)
+			}
+			if err := json.Unmarshal(want, &wantValue); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(gotValue, wantValue) {
 				t.Errorf("sent as\n%s\nthe SDK sends\n%s", got, want)
 			}
-			direct, err := wrapped.(callResult).MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sdk, err := c.res.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(direct, sdk) {
-				t.Errorf("MarshalJSON\n%s\nthe SDK's\n%s", direct, sdk)
-			}
-			if s, ok := c.res.StructuredContent.(json.RawMessage); ok && compactHTMLSafe(s) != c.fast {
-				t.Errorf("compactHTMLSafe(%s) = %v, want %v", s, !c.fast, c.fast)
+			if !bytes.ContainsAny(got, "<>&\u2028\u2029") && !bytes.Equal(got, want) {
+				t.Errorf("sent as the bytes\n%s\nthe SDK sends\n%s", got, want)
 			}
 		})
 	}
@@ -99,24 +115,4 @@ func TestFastResultOthers(t *testing.T) {
 	if got := fastResult(other); got != mcp.Result(other) {
 		t.Errorf("fastResult(%T) = %T, want it unchanged", other, got)
 	}
-}
-
-// FuzzCompactHTMLSafe checks that JSON compactHTMLSafe accepts is what
-// encoding/json makes of it as a json.RawMessage: itself.
-func FuzzCompactHTMLSafe(f *testing.F) {
-	for _, s := range []string{`{"a":"b c"}`, `{"a":"q\" \\ x"}`, `{ "a": 1 }`, `{"a":"<"}`, "{\"a\":\"\u2028\"}", `["\\\"",1]`, `{"a":"\u00e9\u2029"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if !json.Valid(raw) || !compactHTMLSafe(raw) {
-			return
-		}
-		encoded, err := json.Marshal(json.RawMessage(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(encoded, raw) {
-			t.Errorf("compactHTMLSafe accepted %q, which encoding/json writes as %q", raw, encoded)
-		}
-	})
 }
