@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/internal/wire"
 )
 
@@ -19,7 +20,7 @@ import (
 // binary's, under the same limits, and calls them as it calls a plugin
 // binary's: each call carries its deadline and the workspace roots, and
 // the plugin asks for the agent's state (sdk.HostState) on the Host
-// service that the host serves on go-plugin's broker. name stands for the
+// stream that the host opens on the connection. name stands for the
 // plugin where a binary's file name would: its tools' ToolInfo.Plugin,
 // its report in Plugins, and the errors of its calls.
 //
@@ -70,10 +71,10 @@ func (p *toolSource) attach() (*instance, error) {
 		return nil, fmt.Errorf("it speaks protocol version %d; want %d", rc.ProtocolVersion, wire.ProtocolVersion)
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: wire.Handshake,
+		HandshakeConfig: goplugin.Handshake,
 		// A client that reattaches negotiates no version: it speaks
 		// the one of the plugin set it is given.
-		Plugins:          wire.PluginSets(&wire.Plugin{})[wire.ProtocolVersion],
+		Plugins:          goplugin.PluginSets()[wire.ProtocolVersion],
 		Reattach:         rc,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCDialOptions:  wire.DialOptions(),
@@ -90,5 +91,5 @@ func (p *toolSource) attach() (*instance, error) {
 		g.Conn.Close()
 		return nil, fmt.Errorf("connecting to the plugin: %w", err)
 	}
-	return &instance{client: client, conn: raw.(*wire.Client), grpc: g.Conn, attached: true}, nil
+	return &instance{client: client, conn: raw.(*goplugin.Client), grpc: g.Conn, attached: true}, nil
 }

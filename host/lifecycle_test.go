@@ -387,24 +387,19 @@ func TestCloseIsBoundedWithAStoppedPlugin(t *testing.T) {
 
 // A plugin with no call in flight is ended by killing its group, not by
 // a graceful shutdown: when Close returns it has been reaped (it is not
-// even a zombie), its socket directory is removed, and the child it
-// started goes with its group.
+// even a zombie), and the child it started goes with its group. It had
+// no socket directory to leave behind: it serves on the host's
+// connection.
 func TestCloseLeavesNothingOfAnIdlePlugin(t *testing.T) {
 	t.Parallel()
 	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir(), Grants: execGrant("test")})
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 	child := atoi(t, call(t, reg, "spawn", `{}`))
 	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
-	socketDir := pluginSocketDir(t, pid)
-	if _, err := os.Stat(socketDir); err != nil {
-		t.Fatalf("the plugin's socket directory before Close: %v", err)
-	}
+	servesOnTheHostsConnection(t, pid)
 	closeWithin(t, reg, 10*time.Second)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the plugin (pid %d) is still a process once Close returned (alive: %v): %v", pid, alive(pid), err)
-	}
-	if _, err := os.Stat(socketDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the plugin's socket directory %s once Close returned: %v", socketDir, err)
 	}
 	waitGone(t, child, "the plugin's child")
 }
@@ -417,7 +412,7 @@ func TestCloseDuringACallLeavesNothing(t *testing.T) {
 	started := startedMarker(t, opts)
 	reg := load(t, pluginDir(t, "test"), opts)
 	pid := atoi(t, call(t, reg, "pid", `{}`))
-	socketDir := pluginSocketDir(t, pid)
+	servesOnTheHostsConnection(t, pid)
 	result := make(chan string, 1)
 	go func() {
 		result <- reg.Execute(context.Background(), "sleep", []byte(`{"millis":60000,"started":`+strconv.Quote(started)+`}`))
@@ -435,26 +430,28 @@ func TestCloseDuringACallLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the plugin (pid %d) is still a process once Close returned: %v", pid, err)
 	}
-	if _, err := os.Stat(socketDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the plugin's socket directory %s once Close returned: %v", socketDir, err)
-	}
 }
 
-// pluginSocketDir is the directory of the go-plugin socket of the plugin
-// process pid, as its environment names it.
-func pluginSocketDir(t *testing.T, pid int) string {
+// servesOnTheHostsConnection checks that the plugin (pid) was given no
+// socket directory, and the connection the host made.
+func servesOnTheHostsConnection(t *testing.T, pid int) {
 	t.Helper()
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
+	fd := ""
 	for kv := range strings.SplitSeq(string(env), "\x00") {
-		if dir, ok := strings.CutPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR="); ok && dir != "" {
-			return dir
+		if dir, ok := strings.CutPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR="); ok {
+			t.Errorf("the plugin (pid %d) was given a socket directory, %s", pid, dir)
+		}
+		if v, ok := strings.CutPrefix(kv, "AGENTHOST_PLUGIN_CONN="); ok {
+			fd = v
 		}
 	}
-	t.Fatalf("no PLUGIN_UNIX_SOCKET_DIR in the environment of the plugin (pid %d)", pid)
-	return ""
+	if fd == "" {
+		t.Errorf("no AGENTHOST_PLUGIN_CONN in the environment of the plugin (pid %d)", pid)
+	}
 }
 
 func TestCloseIsBoundedWhenAGrandchildHoldsStderr(t *testing.T) {

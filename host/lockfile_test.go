@@ -285,7 +285,7 @@ func TestLockedLaunchOfARealPlugin(t *testing.T) {
 	}
 	pid := inst.runner.ID()
 	env := processEnv(t, pid)
-	for _, name := range []string{"PATH", "LC_ALL", "AGENTHOST_TEST_PASSED", wire.Handshake.MagicCookieKey, plugin.EnvUnixSocketDir} {
+	for _, name := range []string{"PATH", "LC_ALL", "AGENTHOST_TEST_PASSED", wire.CookieKey, wire.ConnEnv} {
 		if _, ok := env[name]; !ok {
 			t.Errorf("the plugin lacks %s: %v", name, env)
 		}

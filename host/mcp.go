@@ -408,7 +408,7 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, err := p.sandbox.policy(bin, "", perms)
+	policy, err := p.sandbox.policy(bin, perms)
 	if err != nil {
 		return nil, err
 	}

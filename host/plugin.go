@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/toolv1"
@@ -42,17 +47,32 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	perms := p.perms
 	p.mu.Unlock()
 	inst := &instance{perms: perms, sessionDir: p.sandbox.sessionDir(perms)}
+	hostEnd, pluginEnd, err := connPair()
+	if err != nil {
+		return nil, err
+	}
+	// The host's end goes to gRPC when go-plugin dials; the plugin's, to
+	// the plugin, once it has started.
+	defer pluginEnd.Close()
+	conn := &pluginConn{host: hostEnd}
+	defer conn.closeUnused()
 	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
+		HandshakeConfig:  goplugin.Handshake,
+		VersionedPlugins: goplugin.PluginSets(),
 		RunnerFunc: func(l hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
-			policy, err := p.sandbox.policy(bin, socketDir, perms)
+			// The plugin serves on the host's connection: the directory
+			// go-plugin made for a socket goes unused, and at once.
+			_ = os.Remove(socketDir)
+			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") })
+			policy, err := p.sandbox.policy(bin, perms)
 			if err != nil {
 				return nil, err
 			}
 			cmd.Path = exe
 			cmd.Args = []string{p.path}
-			cmd.ExtraFiles = extra
+			cmd.ExtraFiles = append(slices.Clone(extra), pluginEnd)
+			conn.fd = 2 + len(cmd.ExtraFiles)
+			env = append(env, wire.ConnEnv+"="+strconv.Itoa(conn.fd))
 			if policy != nil {
 				env = append(env, sandboxEnvValue(perms))
 			}
@@ -60,6 +80,7 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 			r, err := newGroupRunner(l, cmd, p.path)
 			if r != nil {
 				r.policy = policy
+				r.conn = conn
 				// The name go-plugin would log the plugin's lines under.
 				r.speaksGoPlugin(p.logger.Named(p.name))
 			}
@@ -69,7 +90,8 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     p.startTimeout,
-		GRPCDialOptions:  wire.DialOptions(),
+		GRPCDialOptions:  append(wire.DialOptions(), grpc.WithContextDialer(conn.dial)),
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: p.sandbox.runDir()},
 		Logger:           quietLogger{p.logger},
 	}
 	inst.client = plugin.NewClient(cfg)
@@ -87,12 +109,12 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 		inst.stop(true)
 		return nil, err
 	}
-	conn, ok := raw.(*wire.Client)
+	client, ok := raw.(*goplugin.Client)
 	if !ok {
 		inst.stop(true)
 		return nil, fmt.Errorf("unexpected plugin client %T", raw)
 	}
-	inst.conn = conn
+	inst.conn = client
 	return inst, nil
 }
 
@@ -169,7 +191,7 @@ func (p *toolSource) execute(ctx context.Context, tool string, args []byte, want
 	resp, err := inst.conn.Execute(ctx, &toolv1.ExecuteRequest{
 		Tool:           tool,
 		Arguments:      args,
-		HostServiceId:  inst.hostService(p),
+		HostServiceId:  inst.hostStream(p),
 		CallId:         callID,
 		WorkspaceRoots: sdk.Roots(ctx),
 		WantStructured: wantStructured,
@@ -219,60 +241,78 @@ func (p *toolSource) callError(ctx context.Context, inst *instance, err error) e
 	return p.lostDuringCall(inst, st.Message(), err)
 }
 
-// hostService starts, once per instance, the Host service that answers the
-// plugin's questions about the host's state, and returns its broker id.
-func (inst *instance) hostService(p *toolSource) uint32 {
+// hostStream opens, once per instance, the Host stream on which the
+// plugin asks about the host's state, and answers it until the instance
+// stops; it returns the host_service_id of the instance's calls: 1 once
+// the stream is open, 0 if it could not be.
+func (inst *instance) hostStream(p *toolSource) uint32 {
 	inst.hostOnce.Do(func() {
-		inst.hostID = inst.conn.Broker.NextId()
-		go inst.serveHost(p)
+		ctx, cancel := context.WithCancel(context.Background())
+		inst.hostMu.Lock()
+		stopped := inst.stopped
+		inst.hostCancel = cancel
+		inst.hostMu.Unlock()
+		if stopped {
+			cancel()
+			return
+		}
+		stream, err := inst.conn.Host(ctx)
+		if err != nil {
+			p.logger.Debug("host stream not opened", "error", err)
+			cancel()
+			return
+		}
+		inst.hostID = 1
+		go answerHost(p, stream)
 	})
 	return inst.hostID
 }
 
-// serveHost serves the Host service on the broker until the instance
-// stops. Failures are the plugin going away, so they are logged quietly.
-func (inst *instance) serveHost(p *toolSource) {
-	l, err := inst.conn.Broker.Accept(inst.hostID)
-	if err != nil {
-		p.logger.Debug("host service not started", "error", err)
-		return
-	}
-	s := wire.NewServer(nil)
-	toolv1.RegisterHostServer(s, &hostServer{p: p})
-	inst.hostMu.Lock()
-	if inst.stopped {
-		inst.hostMu.Unlock()
-		l.Close()
-		return
-	}
-	inst.hostSrv = s
-	inst.hostMu.Unlock()
-	if err := s.Serve(l); err != nil {
-		p.logger.Debug("host service stopped", "error", err)
+// answerHost answers the plugin's questions on its Host stream, one at a
+// time (each is answered from memory), until the stream ends: the
+// instance stopped, or the plugin does not serve it (UNIMPLEMENTED), as
+// a plugin that never asks need not.
+func answerHost(p *toolSource, stream toolv1.ToolPlugin_HostClient) {
+	for {
+		q, err := stream.Recv()
+		if err != nil {
+			p.logger.Debug("host stream ended", "error", err)
+			return
+		}
+		a := p.answer(q)
+		if err := stream.Send(a); err != nil {
+			p.logger.Debug("host stream ended", "error", err)
+			return
+		}
 	}
 }
 
-// hostServer answers a plugin's questions about the call it is serving.
-type hostServer struct {
-	toolv1.UnimplementedHostServer
-	p *toolSource
-}
-
-func (h *hostServer) GetState(_ context.Context, req *toolv1.GetStateRequest) (*toolv1.GetStateResponse, error) {
-	v, ok := h.p.calls.Load(req.GetCallId())
+// answer answers a plugin's question. It may ask only about a call of its
+// own, under way.
+func (p *toolSource) answer(q *toolv1.HostQuestion) *toolv1.HostAnswer {
+	a := &toolv1.HostAnswer{Id: q.GetId()}
+	fail := func(code codes.Code, msg string) *toolv1.HostAnswer {
+		a.Answer = &toolv1.HostAnswer_Error{Error: &toolv1.HostError{Code: uint32(code), Message: msg}}
+		return a
+	}
+	if q.GetGetState() == nil {
+		return fail(codes.Unimplemented, "this host answers no such question")
+	}
+	v, ok := p.calls.Load(q.GetGetState().GetCallId())
 	if !ok {
-		return nil, status.Error(codes.NotFound, "no call in flight with that id")
+		return fail(codes.NotFound, "no call in flight with that id")
 	}
 	st, err := sdk.HostState(v.(context.Context))
 	if errors.Is(err, sdk.ErrNoHostState) {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
+		return fail(codes.FailedPrecondition, err.Error())
 	}
 	if err != nil {
-		return nil, status.Error(codes.Unknown, err.Error())
+		return fail(codes.Unknown, err.Error())
 	}
-	return &toolv1.GetStateResponse{
+	a.Answer = &toolv1.HostAnswer_State{State: &toolv1.GetStateResponse{
 		SystemPrompt:           st.SystemPrompt,
 		SessionContext:         st.SessionContext,
 		SessionContextFilePath: st.SessionContextFilePath,
-	}, nil
+	}}
+	return a
 }

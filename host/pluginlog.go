@@ -383,7 +383,7 @@ func (r *groupRunner) startupExit() (string, bool) {
 	switch last := r.tail.String(); {
 	case r.tail.refusedCookie():
 		msg += fmt.Sprintf(": it refused the handshake cookie %s=%s (go-plugin's %q): it is a plugin of another program, or expects another cookie",
-			wire.Handshake.MagicCookieKey, wire.Handshake.MagicCookieValue, cookieRefused)
+			wire.CookieKey, wire.CookieValue, cookieRefused)
 	case last != "":
 		msg += ": " + last
 	}

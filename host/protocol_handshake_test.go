@@ -54,6 +54,10 @@ func TestBadHandshakeLinesAreNamed(t *testing.T) {
 			stdout: "1|1|unix|/tmp/x|grpc|" + strings.Repeat("A", 64),
 			want:   `bad handshake line "1|1|unix|/tmp/x|grpc|` + strings.Repeat("A", 64) + `": it offers a TLS certificate (field 6), but the host uses no TLS: leave the field empty`,
 		},
+		"another descriptor": {
+			stdout: "1|1|unix|fd:7|grpc",
+			want:   `bad handshake line "1|1|unix|fd:7|grpc": its address (field 4) "fd:7" is not the connection the host passed`,
+		},
 		"relative": {
 			stdout: "1|1|unix|plugin.sock|grpc",
 			want:   `bad handshake line "1|1|unix|plugin.sock|grpc": its address (field 4) "plugin.sock" is not an absolute path`,

@@ -209,6 +209,7 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 			}
 			return tc.SessionContextFilePath()
 		},
+		runDirOnce: sync.OnceValue(makeRunDir),
 	}
 	switch {
 	case r.idleTimeout == 0:

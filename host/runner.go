@@ -52,6 +52,9 @@ type groupRunner struct {
 	pid    int
 	// policy is the sandbox the process starts in; nil: none.
 	policy *sandbox.Policy
+	// conn is the host's end of a plugin's connection, when the host
+	// made one (go-plugin plugins); nil for an MCP server.
+	conn *pluginConn
 
 	// The OS pipes the process writes to, and the pipes go-plugin reads,
 	// fed from them.
@@ -295,6 +298,9 @@ func (r *groupRunner) Diagnose(context.Context) string {
 }
 
 func (r *groupRunner) PluginToHost(network, addr string) (string, string, error) {
+	if r.conn != nil {
+		r.conn.handshake(network, addr)
+	}
 	return network, addr, nil
 }
 

@@ -38,7 +38,7 @@ func (r *groupRunner) checkHandshake() {
 	case len(line) > 0:
 		// A last line without its newline counts, as it does for go-plugin.
 		text := strings.TrimSpace(string(line))
-		if err := parseHandshake(text); err != nil {
+		if err := parseHandshake(text, r.conn); err != nil {
 			r.rejectHandshake(err)
 		} else {
 			_, _ = io.WriteString(r.outW, text+"\n")
@@ -64,12 +64,14 @@ func (r *groupRunner) handshakeError() error {
 
 // parseHandshake checks a handshake line,
 // CORE-PROTOCOL-VERSION|APP-PROTOCOL-VERSION|NETWORK-TYPE|NETWORK-ADDR|PROTOCOL,
-// against what the host accepts: 1|1|unix|SOCKET|grpc, where SOCKET is
-// the absolute path of a unix socket that exists (tcp and IP:PORT are
-// accepted too, as go-plugin accepts them). A sixth field, go-plugin's
-// server certificate for AutoMTLS, must be empty when it is there: the
-// host uses no TLS. Further fields are ignored.
-func parseHandshake(line string) error {
+// against what the host accepts: 1|1|unix|fd:N|grpc, where N is the
+// plugin's descriptor of the host's connection (conn), or, from a plugin
+// that listens on a socket of its own, 1|1|unix|SOCKET|grpc, where
+// SOCKET is the absolute path of a unix socket that exists (tcp and
+// IP:PORT are accepted too, as go-plugin accepts them). A sixth field,
+// go-plugin's server certificate for AutoMTLS, must be empty when it is
+// there: the host uses no TLS. Further fields are ignored.
+func parseHandshake(line string, conn *pluginConn) error {
 	fields := strings.Split(line, "|")
 	if len(fields) < 2 {
 		return fmt.Errorf("it is not an agenthost plugin: its first line of output was %s", quoteLine(line))
@@ -103,6 +105,12 @@ func parseHandshake(line string) error {
 	if network == "tcp" {
 		if _, err := netip.ParseAddrPort(addr); err != nil {
 			return bad("its address (field 4) %s is not IP:PORT", quoteLine(addr))
+		}
+		return nil
+	}
+	if strings.HasPrefix(addr, wire.ConnAddrPrefix) {
+		if conn == nil || addr != wire.ConnAddrPrefix+strconv.Itoa(conn.fd) {
+			return bad("its address (field 4) %s is not the connection the host passed", quoteLine(addr))
 		}
 		return nil
 	}

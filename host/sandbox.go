@@ -169,6 +169,37 @@ type sandboxConfig struct {
 	sessionFile func() string
 	logger      hclog.Logger
 	warnOnce    sync.Once
+	runDirOnce  func() string
+}
+
+// runDir is where go-plugin makes each launch's socket directory: a
+// directory of the host's own outside the temporary directory, which a
+// command may fill (run_bash writes there): $XDG_RUNTIME_DIR/agenthost,
+// or else agenthost/run in the user's cache directory, mode 0700. It is
+// "" (the temporary directory, go-plugin's default) when neither can be
+// made.
+func (c *sandboxConfig) runDir() string {
+	if c == nil || c.runDirOnce == nil {
+		return ""
+	}
+	return c.runDirOnce()
+}
+
+// makeRunDir makes runDir's directory.
+func makeRunDir() string {
+	var dirs []string
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		dirs = append(dirs, filepath.Join(d, "agenthost"))
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		dirs = append(dirs, filepath.Join(d, "agenthost", "run"))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err == nil {
+			return d
+		}
+	}
+	return ""
 }
 
 // grant returns the user's grant to the plugin at path.
@@ -311,10 +342,10 @@ func (c *sandboxConfig) warnUnenforced() {
 	})
 }
 
-// policy is the sandbox of one launch of the plugin binary bin, with its
-// go-plugin socket in socketDir, given its permissions; nil when the
-// plugin runs unconfined (mode off, or no Landlock under auto).
-func (c *sandboxConfig) policy(bin *openedBinary, socketDir string, perms sdk.Permissions) (*sandbox.Policy, error) {
+// policy is the sandbox of one launch of the plugin binary bin, given its
+// permissions; nil when the plugin runs unconfined (mode off, or no
+// Landlock under auto).
+func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions) (*sandbox.Policy, error) {
 	if c == nil || c.mode == SandboxOff {
 		return nil, nil
 	}
@@ -330,12 +361,6 @@ func (c *sandboxConfig) policy(bin *openedBinary, socketDir string, perms sdk.Pe
 	p.Rules = append(p.Rules, sandbox.System(perms.Exec)...)
 	p.Rules = append(p.Rules, sandbox.Rule{Path: bin.path, File: bin.file, Access: sandbox.Read | sandbox.Execute})
 	p.Allow(sandbox.Read|sandbox.Execute, sandbox.Interpreters(bin.file, os.Getenv("PATH"))...)
-	if socketDir != "" {
-		p.Allow(sandbox.Read|sandbox.Write, socketDir)
-		// A plugin whose host died removes its socket's directory (the
-		// sdk does): the one right it has in the directory above.
-		p.Allow(sandbox.RemoveDir, filepath.Dir(socketDir))
-	}
 	var exec sandbox.Access
 	if perms.Exec {
 		exec = sandbox.Execute

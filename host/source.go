@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/agenthost/agenthost/host/mcpsource"
+	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk"
@@ -181,7 +182,7 @@ type instance struct {
 	// process, when there is one. attached: the plugin's process is not
 	// the host's (AttachPlugin).
 	client   *plugin.Client
-	conn     *wire.Client
+	conn     *goplugin.Client
 	grpc     *grpc.ClientConn
 	mcp      *mcpsource.Session
 	runner   *groupRunner
@@ -196,11 +197,13 @@ type instance struct {
 	perms      sdk.Permissions // what the process was started with
 	sessionDir string          // the session file's directory its sandbox allows
 
-	hostOnce sync.Once
-	hostID   uint32
-	hostMu   sync.Mutex
-	hostSrv  *grpc.Server // nil until the Host service is up
-	stopped  bool
+	// The Host stream (hostStream): opened once, ended by hostCancel
+	// when the instance stops.
+	hostOnce   sync.Once
+	hostID     uint32
+	hostMu     sync.Mutex
+	hostCancel context.CancelFunc // nil until the stream is opened
+	stopped    bool
 }
 
 func newToolSource(path string, logger hclog.Logger, startTimeout, idleTimeout time.Duration) *toolSource {
@@ -567,8 +570,8 @@ func (p *toolSource) close() {
 func (inst *instance) stop(force bool) {
 	inst.hostMu.Lock()
 	inst.stopped = true
-	if inst.hostSrv != nil {
-		inst.hostSrv.Stop()
+	if inst.hostCancel != nil {
+		inst.hostCancel()
 	}
 	inst.hostMu.Unlock()
 	if inst.idle != nil {
@@ -593,7 +596,6 @@ func (inst *instance) stop(force bool) {
 		switch {
 		case inst.attached:
 			// Disconnected. The plugin is not the host's to stop.
-			inst.conn.Broker.Close()
 			inst.grpc.Close()
 		case inst.client != nil:
 			if graceful {

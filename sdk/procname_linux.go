@@ -15,7 +15,7 @@ import (
 // renames only the calling thread, which in Serve, after init, may be
 // another. A program that merely imports the sdk (a host) is left alone.
 func init() {
-	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+	if os.Getenv(wire.CookieKey) == wire.CookieValue {
 		nameProcess()
 	}
 }

@@ -2,20 +2,16 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/agenthost/agenthost/internal/toolcall"
@@ -82,47 +78,33 @@ func ServePlugin(p Plugin) {
 	})
 	srv := newServer(logger, p)
 	exitWithHost()
-	plugin.Serve(srv.config(logger))
-}
-
-// config is the go-plugin configuration that serves s, go-plugin's own
-// messages going to logger.
-func (s *server) config(logger hclog.Logger) *plugin.ServeConfig {
-	return &plugin.ServeConfig{
-		HandshakeConfig: wire.Handshake,
-		VersionedPlugins: wire.PluginSets(&wire.Plugin{
-			Impl: func(broker *plugin.GRPCBroker) toolv1.ToolPluginServer {
-				s.broker = broker
-				return s
-			},
-		}),
-		GRPCServer: wire.NewServer,
-		Logger:     logger,
+	code, hostGone := wire.Serve(srv, wire.ServeOptions{Logger: logger})
+	if hostGone {
+		leave(code)
 	}
+	os.Exit(code)
 }
 
 func init() { inprocess.Serve = serveInProcess }
 
 // serveInProcess serves p as ServePlugin does, but inside the calling
-// process, for sdktest: go-plugin's test mode, which listens on a unix
-// socket and gives the address to reattach to instead of printing it.
-func serveInProcess(ctx context.Context, p any, logger hclog.Logger) (*plugin.ReattachConfig, <-chan struct{}, error) {
-	srv := newServer(logger, p.(Plugin))
-	cfg := srv.config(hclog.NewNullLogger())
-	reattach := make(chan *plugin.ReattachConfig, 1)
+// process and on lis, for sdktest, until ctx ends. The returned channel
+// is closed once it has stopped serving.
+func serveInProcess(ctx context.Context, p any, lis net.Listener, logger hclog.Logger) <-chan struct{} {
+	s := wire.NewGRPCServer(newServer(logger, p.(Plugin)))
 	closed := make(chan struct{})
-	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach}
 	go func() {
-		plugin.Serve(cfg)
-		srv.closeHosts()
-		close(closed)
+		defer close(closed)
+		_ = s.Serve(lis)
 	}()
-	select {
-	case rc := <-reattach:
-		return rc, closed, nil
-	case <-closed:
-		return nil, closed, errors.New("the plugin stopped before it served")
-	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Stop()
+		case <-closed:
+		}
+	}()
+	return closed
 }
 
 // server is the plugin's end of the tool protocol.
@@ -133,11 +115,9 @@ type server struct {
 	tools  []Tool
 	perms  Permissions
 	byName map[string]servedTool
-	broker *plugin.GRPCBroker
 
-	mu    sync.Mutex
-	hosts map[uint32]toolv1.HostClient
-	conns []*grpc.ClientConn // of hosts
+	// host is the host's end of the Host stream, once the host opened it.
+	host hostLink
 }
 
 // servedTool is a tool with the logger its calls write to.
@@ -155,7 +135,7 @@ func newServer(logger hclog.Logger, p Plugin) *server {
 		tools:  p.Tools,
 		perms:  p.Permissions,
 		byName: make(map[string]servedTool, len(p.Tools)),
-		hosts:  map[uint32]toolv1.HostClient{},
+		host:   hostLink{ready: make(chan struct{})},
 	}
 	for _, t := range p.Tools {
 		name := t.Name()
@@ -195,8 +175,8 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	if roots := req.GetWorkspaceRoots(); len(roots) > 0 {
 		ctx = WithRoots(ctx, roots)
 	}
-	if id := req.GetHostServiceId(); id != 0 {
-		ctx = WithStateFunc(ctx, s.stateFunc(id, req.GetCallId()))
+	if req.GetHostServiceId() != 0 {
+		ctx = WithStateFunc(ctx, s.host.stateFunc(req.GetCallId()))
 	}
 	result, structured, err := s.run(ctx, t.Tool, req.GetArguments(), req.GetWantStructured())
 	if err != nil && ctx.Err() != nil {
@@ -241,60 +221,6 @@ func (s *server) run(ctx context.Context, t Tool, args []byte, wantStructured bo
 	}
 	result, err = t.Execute(ctx, NormalizeArgs(args))
 	return result, nil, err
-}
-
-// stateFunc asks the host's Host service, dialled once per broker id, for
-// the state of call callID.
-func (s *server) stateFunc(brokerID uint32, callID uint64) StateFunc {
-	return func(ctx context.Context) (State, error) {
-		host, err := s.host(brokerID)
-		if err != nil {
-			return State{}, err
-		}
-		resp, err := host.GetState(ctx, &toolv1.GetStateRequest{CallId: callID})
-		if status.Code(err) == codes.FailedPrecondition {
-			return State{}, ErrNoHostState
-		}
-		if err != nil {
-			return State{}, fmt.Errorf("asking the host for its state: %w", err)
-		}
-		return State{
-			SystemPrompt:           resp.GetSystemPrompt(),
-			SessionContext:         resp.GetSessionContext(),
-			SessionContextFilePath: resp.GetSessionContextFilePath(),
-		}, nil
-	}
-}
-
-func (s *server) host(brokerID uint32) (toolv1.HostClient, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.hosts[brokerID]; ok {
-		return c, nil
-	}
-	if s.broker == nil {
-		return nil, ErrNoHostState
-	}
-	conn, err := s.broker.DialWithOptions(brokerID, wire.DialOptions()...)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the host: %w", err)
-	}
-	c := toolv1.NewHostClient(conn)
-	s.hosts[brokerID] = c
-	s.conns = append(s.conns, conn)
-	return c, nil
-}
-
-// closeHosts closes the connections to the host's Host services. A plugin
-// process has no need to: its end closes them.
-func (s *server) closeHosts() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, conn := range s.conns {
-		conn.Close()
-	}
-	s.conns = nil
-	clear(s.hosts)
 }
 
 func toolSpec(t Tool) *toolv1.ToolSpec {

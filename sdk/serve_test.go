@@ -225,7 +225,7 @@ func TestServerExecuteContext(t *testing.T) {
 		}
 	})
 
-	t.Run("host service without a broker: no host state", func(t *testing.T) {
+	t.Run("a host that opened no Host stream: no host state", func(t *testing.T) {
 		t.Parallel()
 		srv := newServer(hclog.NewNullLogger(), Plugin{Tools: []Tool{stateTool()}})
 		resp, err := srv.Execute(t.Context(), &toolv1.ExecuteRequest{Tool: "state", HostServiceId: 7, CallId: 1})

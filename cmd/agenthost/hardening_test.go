@@ -46,7 +46,7 @@ func TestListingsCannotBeForged(t *testing.T) {
 
 	r = runCLI(t, "", "--plugins", dir, "plugins")
 	want = filepath.Join(dir, host.PluginPrefix+"hostile-names") + "\n" +
-		`  "evil\n[WARN] forged line \x1b[31mred" "1.0\x1b[2J" (protocol 1.4)` + "\n" +
+		`  "evil\n[WARN] forged line \x1b[31mred" "1.0\x1b[2J" (protocol 1.5)` + "\n" +
 		"  tools: fine\n" +
 		`  refused: invalid tool: name "bad\nname" must match ^[a-zA-Z0-9_-]{1,64}$` + "\n" +
 		"  sandbox: enforced (" + sandbox.Probe().String() + ")\n" +

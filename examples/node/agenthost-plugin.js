@@ -4,14 +4,21 @@
 // services, logs the host understands, and SIGTERM. Copy it, with
 // tool.proto, beside your plugin and `npm install @grpc/grpc-js
 // @grpc/proto-loader`.
+//
+// A host of tool protocol 1.5 passes the plugin one end of a connected
+// socket (its descriptor number in AGENTHOST_PLUGIN_CONN), and the plugin
+// serves gRPC on that connection alone: it makes no socket of its own,
+// which the host's sandbox forbids. An older host gets a unix socket in
+// PLUGIN_UNIX_SOCKET_DIR, as before.
 'use strict';
 
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
-const PROTOCOL_MINOR = 3; // the version of tool.proto this file speaks
+const PROTOCOL_MINOR = 5; // the version of tool.proto this file speaks
 const MAX_MESSAGE = (64 << 20) + (1 << 20); // the host's limit, with room for the envelope
 
 // log writes one line to the host's log: a JSON line on stderr, as hclog
@@ -50,6 +57,13 @@ function serve({ name = path.basename(require.main.filename), version = 'dev', t
   }
   const byName = new Map(tools.map((t) => [t.name, t]));
   let calls = 0; // under way
+  // exit ends the process, with status 0 unless a call is under way: it
+  // could be stuck in Node's thread pool (reading a pipe, say), for which
+  // Node's exit would wait for good; then it ends at once, by SIGKILL.
+  const exit = () => {
+    if (calls > 0) process.kill(process.pid, 'SIGKILL');
+    process.exit(0);
+  };
   const proto = grpc.loadPackageDefinition(protoLoader.loadSync(path.join(__dirname, 'tool.proto'), { keepCase: true, longs: String, enums: String, defaults: true }));
 
   const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE, 'grpc.max_send_message_length': MAX_MESSAGE });
@@ -80,40 +94,64 @@ function serve({ name = path.basename(require.main.filename), version = 'dev', t
   server.addService(controllerService, {
     Shutdown: (call, done) => {
       done(null, {});
-      setImmediate(() => {
-        server.forceShutdown();
-        // Node's exit waits for its thread pool, where a call under way
-        // may be stuck for good (reading a pipe, say): then end at once.
-        if (calls > 0) process.kill(process.pid, 'SIGKILL');
-        process.exit(0);
-      });
+      // Exit once the answers under way, this one among them, are out; the
+      // calls that still run a moment later are ended.
+      server.tryShutdown(exit);
+      setTimeout(exit, 250);
     },
   });
   server.addService(healthService, { Check: (call, done) => done(null, {}) });
 
-  // The host gives the plugin a directory for its socket, which its
+  // An older host gives the plugin a directory for its socket, which its
   // sandbox lets it use; nothing else is writable.
-  const dir = process.env.PLUGIN_UNIX_SOCKET_DIR || fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'plugin'));
-  const socket = path.join(dir, `plugin-${process.pid}.sock`);
+  const conn = process.env.AGENTHOST_PLUGIN_CONN;
+  const dir = conn === undefined ? process.env.PLUGIN_UNIX_SOCKET_DIR || fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'plugin')) : undefined;
   process.on('SIGTERM', () => {
     // The host died (the kernel tells its plugins with SIGTERM): remove
     // the socket directory, the host's sockets too, which it cannot, and
     // take along the group's other processes, should a tool have started
     // any (the host makes each plugin a group leader).
-    try { fs.rmSync(dir, { recursive: true, force: true }); } catch { /* its parent is not ours to list */ }
+    if (dir) try { fs.rmSync(dir, { recursive: true, force: true }); } catch { /* its parent is not ours to list */ }
     try { process.kill(-process.pid, 'SIGKILL'); } catch { /* not a group leader */ }
     // Die of the signal: Node's exit could wait for a call stuck in its
     // thread pool.
     process.removeAllListeners('SIGTERM');
     process.kill(process.pid, 'SIGTERM');
   });
+  if (conn !== undefined) serveConnection(server, conn, exit);
+  else listen(server, dir);
+}
+
+// serveConnection serves the connection the host made, on descriptor
+// conn, and exits when it ends (the host closed its end, or died).
+function serveConnection(server, conn, exit) {
+  if (!/^[0-9]+$/.test(conn)) {
+    log('error', `AGENTHOST_PLUGIN_CONN is ${JSON.stringify(conn)}, not a file descriptor number`);
+    process.exit(1);
+  }
+  let socket;
+  try {
+    socket = new net.Socket({ fd: Number(conn), readable: true, writable: true });
+  } catch (err) {
+    log('error', `serving on descriptor ${conn}: ${err.message}`);
+    process.exit(1);
+  }
+  socket.on('error', (err) => log('debug', `the host's connection: ${err.message}`));
+  socket.on('close', exit);
+  server.createConnectionInjector(grpc.ServerCredentials.createInsecure()).injectConnection(socket);
+  // The handshake: core protocol 1, app protocol 1, where, and how.
+  process.stdout.write(`1|1|unix|fd:${conn}|grpc\n`);
+}
+
+// listen serves, the old way, each connection to a unix socket in dir.
+function listen(server, dir) {
+  const socket = path.join(dir, `plugin-${process.pid}.sock`);
   server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => {
     if (err) {
       log('error', `listening on ${socket}: ${err.message}`);
       process.exit(1);
     }
-    // The handshake: core protocol 1, app protocol 1, where, and how.
-    process.stdout.write(`1|1|unix|${socket}|grpc\n`);
+    process.stdout.write(`1|1|unix|${socket}|grpc\n`); // the handshake, naming the socket
   });
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
@@ -29,8 +30,8 @@ func Describe(t testing.TB, pkg string) *toolv1.DescribeResponse {
 	}
 
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
+		HandshakeConfig:  goplugin.Handshake,
+		VersionedPlugins: goplugin.PluginSets(),
 		Cmd:              exec.Command(binary),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCDialOptions:  wire.DialOptions(),
@@ -45,7 +46,7 @@ func Describe(t testing.TB, pkg string) *toolv1.DescribeResponse {
 	if err != nil {
 		t.Fatalf("dispensing %s: %v", pkg, err)
 	}
-	conn, ok := raw.(*wire.Client)
+	conn, ok := raw.(*goplugin.Client)
 	if !ok {
 		t.Fatalf("%s: unexpected plugin client %T", pkg, raw)
 	}

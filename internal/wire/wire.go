@@ -1,17 +1,15 @@
 // Package wire holds what both ends of a plugin connection must agree on:
-// the go-plugin handshake, the plugin set, and the gRPC message limits. The
-// sdk serves it and the host dials it.
+// the handshake cookie, the versions, the gRPC message limits and the
+// connection the host hands a plugin; and Serve, the plugin's end of it.
+// It does not import go-plugin, which only the host's end uses
+// (internal/goplugin): a plugin binary links none of it.
 package wire
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 
-	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
-
-	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 const (
@@ -21,7 +19,11 @@ const (
 
 	// ProtocolMinor is the minor version of the tool protocol this tree
 	// speaks. Minor versions only add fields and methods.
-	ProtocolMinor = 4
+	ProtocolMinor = 5
+
+	// CoreProtocolVersion is go-plugin's own protocol version, the first
+	// field of the handshake line.
+	CoreProtocolVersion = 1
 
 	// PluginName is the name under which a plugin serves the tool protocol.
 	PluginName = "tools"
@@ -51,13 +53,24 @@ func ArgumentsTooLarge(n int) string {
 	return fmt.Sprintf("the arguments are %d bytes, larger than the %d MiB limit", n, MaxMessageSize>>20)
 }
 
-// Handshake is the go-plugin handshake. The cookie keeps a plugin binary
-// from being started by hand; it is not a security measure.
-var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   "AGENTHOST_PLUGIN",
-	MagicCookieValue: "d1f4a7c2-tool-binary",
-}
+// The handshake cookie: a plugin refuses to run unless its environment
+// holds it. It keeps a plugin binary from being started by hand; it is
+// not a security measure.
+const (
+	CookieKey   = "AGENTHOST_PLUGIN"
+	CookieValue = "d1f4a7c2-tool-binary"
+)
+
+// ConnEnv names the environment variable through which the host tells a
+// plugin the number of the descriptor that is its end of the host's
+// connection: a connected unix stream socket, one of a pair the host
+// made. The plugin serves gRPC on that one connection and names no
+// socket another process could dial (since protocol 1.5).
+const ConnEnv = "AGENTHOST_PLUGIN_CONN"
+
+// ConnAddrPrefix starts the address in the handshake line of a plugin
+// that serves on the host's connection: "fd:N".
+const ConnAddrPrefix = "fd:"
 
 // ServerOptions are the options of every gRPC server on either side.
 //
@@ -86,7 +99,7 @@ func ServerOptions(opts []grpc.ServerOption) []grpc.ServerOption {
 // flow as they did.
 const windowSize = 16 << 20
 
-// NewServer is a gRPC server factory for go-plugin and its broker.
+// NewServer is a gRPC server with ServerOptions.
 func NewServer(opts []grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(ServerOptions(opts)...)
 }
@@ -102,38 +115,4 @@ func DialOptions() []grpc.DialOption {
 			grpc.MaxCallSendMsgSize(maxMessageSize),
 		),
 	}
-}
-
-// Client is the host's end of a plugin connection.
-type Client struct {
-	toolv1.ToolPluginClient
-	Broker *plugin.GRPCBroker
-}
-
-// Plugin is the go-plugin plugin of the tool protocol. A plugin sets Impl;
-// the host leaves it nil.
-type Plugin struct {
-	plugin.NetRPCUnsupportedPlugin
-
-	// Impl builds the plugin's service once the connection is up.
-	Impl func(broker *plugin.GRPCBroker) toolv1.ToolPluginServer
-}
-
-var _ plugin.GRPCPlugin = (*Plugin)(nil)
-
-// GRPCServer registers the plugin's service.
-func (p *Plugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
-	toolv1.RegisterToolPluginServer(s, p.Impl(broker))
-	return nil
-}
-
-// GRPCClient returns a *Client.
-func (p *Plugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return &Client{ToolPluginClient: toolv1.NewToolPluginClient(conn), Broker: broker}, nil
-}
-
-// PluginSets are the plugin sets by protocol version, for
-// VersionedPlugins on both sides.
-func PluginSets(p *Plugin) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
 }

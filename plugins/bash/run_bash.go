@@ -176,7 +176,7 @@ func workingDir(ctx context.Context, cwd string) (string, error) {
 // host and this process, and would make a plugin binary run from the
 // command believe a host started it.
 var pluginEnv = []string{
-	wire.Handshake.MagicCookieKey,
+	wire.CookieKey,
 	plugin.EnvUnixSocketDir,
 	plugin.EnvUnixSocketGroup,
 	"PLUGIN_MULTIPLEX_GRPC",

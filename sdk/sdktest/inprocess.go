@@ -3,13 +3,16 @@ package sdktest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/internal/inprocess"
 )
@@ -25,17 +28,30 @@ import (
 // registers a plugin's. stop stops serving; closing reg first asks the
 // plugin to stop.
 func serve(p sdk.Plugin, reg *host.ToolRegistry, logger hclog.Logger) (stop func(), err error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	rc, closed, err := inprocess.Serve(ctx, p, logger)
+	dir, err := os.MkdirTemp("", "sdktest")
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("serving the plugin: %w", err)
 	}
+	lis, err := net.Listen("unix", filepath.Join(dir, "plugin.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("serving the plugin: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := inprocess.Serve(ctx, p, lis, logger)
 	stop = func() {
 		cancel()
 		<-closed
+		os.RemoveAll(dir)
 	}
-	rc.ReattachFunc = func() (runner.AttachedRunner, error) { return attached{closed}, nil }
+	rc := &plugin.ReattachConfig{
+		Protocol:        plugin.ProtocolGRPC,
+		ProtocolVersion: wire.ProtocolVersion,
+		Addr:            lis.Addr(),
+		Pid:             os.Getpid(),
+		Test:            true,
+		ReattachFunc:    func() (runner.AttachedRunner, error) { return attached{closed}, nil },
+	}
 	// The plugin calls itself by the test binary's name, as sdk.Serve
 	// does: so does the host.
 	if err := reg.AttachPlugin(ctx, filepath.Base(os.Args[0]), rc); err != nil {

@@ -34,8 +34,8 @@
 // after 30s") and the caller's cancellation ("canceled").
 //
 // [New] serves the plugin inside the test's process, through the server
-// that [sdk.ServePlugin] runs in a plugin binary, over go-plugin's gRPC
-// connection and broker on a unix socket, to which the host attaches
+// that [sdk.ServePlugin] runs in a plugin binary, over gRPC on a unix
+// socket of the test's own, to which the host attaches
 // ([host.ToolRegistry.AttachPlugin]): the tool protocol is the real one,
 // spoken by the host's own client, and [sdk.HostState] is a call back to
 // the host as in a plugin. What only a separate process has is missing: a

@@ -6,9 +6,12 @@
 // serve several tools. The host calls Describe once, then Execute for every
 // call of one of the described tools.
 //
-// While a call runs, a tool may ask the host for its live state through the
-// Host service, which the host serves on the go-plugin broker connection
-// whose id the ExecuteRequest carries.
+// Since protocol 1.5 the host hands the plugin one end of a connected
+// socket pair (its descriptor number in AGENTHOST_PLUGIN_CONN) and the
+// plugin serves gRPC on that one connection; it names no socket that
+// another process could dial. While a call runs, a tool may ask the host
+// for its live state on the Host stream, which the host opens on the same
+// connection.
 //
 // Minor versions only add fields and methods; the major version is the
 // package name and the go-plugin protocol version.
@@ -91,7 +94,233 @@ func (x Permissions_RootAccess) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Permissions_RootAccess.Descriptor instead.
 func (Permissions_RootAccess) EnumDescriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{2, 0}
+	return file_tool_proto_rawDescGZIP(), []int{5, 0}
+}
+
+// HostQuestion is a plugin's question to the host, on the Host stream.
+type HostQuestion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the plugin, unique among its questions in flight; the
+	// answer carries it back.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Question:
+	//
+	//	*HostQuestion_GetState
+	Question      isHostQuestion_Question `protobuf_oneof:"question"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostQuestion) Reset() {
+	*x = HostQuestion{}
+	mi := &file_tool_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostQuestion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostQuestion) ProtoMessage() {}
+
+func (x *HostQuestion) ProtoReflect() protoreflect.Message {
+	mi := &file_tool_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostQuestion.ProtoReflect.Descriptor instead.
+func (*HostQuestion) Descriptor() ([]byte, []int) {
+	return file_tool_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *HostQuestion) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HostQuestion) GetQuestion() isHostQuestion_Question {
+	if x != nil {
+		return x.Question
+	}
+	return nil
+}
+
+func (x *HostQuestion) GetGetState() *GetStateRequest {
+	if x != nil {
+		if x, ok := x.Question.(*HostQuestion_GetState); ok {
+			return x.GetState
+		}
+	}
+	return nil
+}
+
+type isHostQuestion_Question interface {
+	isHostQuestion_Question()
+}
+
+type HostQuestion_GetState struct {
+	// The host's state as it is at the moment of the question.
+	GetState *GetStateRequest `protobuf:"bytes,2,opt,name=get_state,json=getState,proto3,oneof"`
+}
+
+func (*HostQuestion_GetState) isHostQuestion_Question() {}
+
+// HostAnswer is the host's answer to the HostQuestion of the same id.
+type HostAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Answer:
+	//
+	//	*HostAnswer_State
+	//	*HostAnswer_Error
+	Answer        isHostAnswer_Answer `protobuf_oneof:"answer"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostAnswer) Reset() {
+	*x = HostAnswer{}
+	mi := &file_tool_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostAnswer) ProtoMessage() {}
+
+func (x *HostAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_tool_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostAnswer.ProtoReflect.Descriptor instead.
+func (*HostAnswer) Descriptor() ([]byte, []int) {
+	return file_tool_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *HostAnswer) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HostAnswer) GetAnswer() isHostAnswer_Answer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *HostAnswer) GetState() *GetStateResponse {
+	if x != nil {
+		if x, ok := x.Answer.(*HostAnswer_State); ok {
+			return x.State
+		}
+	}
+	return nil
+}
+
+func (x *HostAnswer) GetError() *HostError {
+	if x != nil {
+		if x, ok := x.Answer.(*HostAnswer_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isHostAnswer_Answer interface {
+	isHostAnswer_Answer()
+}
+
+type HostAnswer_State struct {
+	State *GetStateResponse `protobuf:"bytes,2,opt,name=state,proto3,oneof"`
+}
+
+type HostAnswer_Error struct {
+	Error *HostError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*HostAnswer_State) isHostAnswer_Answer() {}
+
+func (*HostAnswer_Error) isHostAnswer_Answer() {}
+
+// HostError is why the host did not answer a question: NOT_FOUND, no
+// call with that id is under way; FAILED_PRECONDITION, the host has no
+// state to give (a registry without a tool context); UNIMPLEMENTED, a
+// question this host does not know.
+type HostError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A gRPC status code.
+	Code          uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostError) Reset() {
+	*x = HostError{}
+	mi := &file_tool_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostError) ProtoMessage() {}
+
+func (x *HostError) ProtoReflect() protoreflect.Message {
+	mi := &file_tool_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostError.ProtoReflect.Descriptor instead.
+func (*HostError) Descriptor() ([]byte, []int) {
+	return file_tool_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *HostError) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *HostError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 type DescribeRequest struct {
@@ -104,7 +333,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_tool_proto_msgTypes[0]
+	mi := &file_tool_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -116,7 +345,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[0]
+	mi := &file_tool_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -129,7 +358,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{0}
+	return file_tool_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DescribeRequest) GetProtocolMinor() uint32 {
@@ -158,7 +387,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_tool_proto_msgTypes[1]
+	mi := &file_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -170,7 +399,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[1]
+	mi := &file_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -183,7 +412,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{1}
+	return file_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DescribeResponse) GetPluginName() string {
@@ -255,7 +484,7 @@ type Permissions struct {
 
 func (x *Permissions) Reset() {
 	*x = Permissions{}
-	mi := &file_tool_proto_msgTypes[2]
+	mi := &file_tool_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +496,7 @@ func (x *Permissions) String() string {
 func (*Permissions) ProtoMessage() {}
 
 func (x *Permissions) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[2]
+	mi := &file_tool_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +509,7 @@ func (x *Permissions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Permissions.ProtoReflect.Descriptor instead.
 func (*Permissions) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{2}
+	return file_tool_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Permissions) GetRoots() Permissions_RootAccess {
@@ -362,7 +591,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_tool_proto_msgTypes[3]
+	mi := &file_tool_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +603,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[3]
+	mi := &file_tool_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +616,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{3}
+	return file_tool_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -467,7 +696,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_tool_proto_msgTypes[4]
+	mi := &file_tool_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +708,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[4]
+	mi := &file_tool_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +721,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{4}
+	return file_tool_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Annotations) GetReadOnly() bool {
@@ -529,10 +758,11 @@ type ExecuteRequest struct {
 	Tool string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
 	// The arguments, a JSON object.
 	Arguments []byte `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	// The broker id on which the host serves the Host service for this
-	// connection; 0 when the host offers no state.
+	// Nonzero when the host answers questions on the Host stream of this
+	// connection; 0 when it offers no state. (Before protocol 1.5, the
+	// go-plugin broker id of a Host service.)
 	HostServiceId uint32 `protobuf:"varint,3,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
-	// Identifies this call to the Host service.
+	// Identifies this call in a GetStateRequest.
 	CallId uint64 `protobuf:"varint,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// The host's workspace roots, absolute paths: the directories the
 	// tools that touch files must stay inside. The first is where relative
@@ -549,7 +779,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_tool_proto_msgTypes[5]
+	mi := &file_tool_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +791,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[5]
+	mi := &file_tool_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +804,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{5}
+	return file_tool_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExecuteRequest) GetTool() string {
@@ -638,7 +868,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_tool_proto_msgTypes[6]
+	mi := &file_tool_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +880,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[6]
+	mi := &file_tool_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +893,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{6}
+	return file_tool_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExecuteResponse) GetResult() string {
@@ -697,7 +927,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_tool_proto_msgTypes[7]
+	mi := &file_tool_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +939,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[7]
+	mi := &file_tool_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +952,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{7}
+	return file_tool_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetStateRequest) GetCallId() uint64 {
@@ -743,7 +973,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_tool_proto_msgTypes[8]
+	mi := &file_tool_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +985,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tool_proto_msgTypes[8]
+	mi := &file_tool_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +998,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_tool_proto_rawDescGZIP(), []int{8}
+	return file_tool_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetStateResponse) GetSystemPrompt() string {
@@ -797,7 +1027,21 @@ var File_tool_proto protoreflect.FileDescriptor
 const file_tool_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"tool.proto\x12\x11agenthost.tool.v1\"8\n" +
+	"tool.proto\x12\x11agenthost.tool.v1\"m\n" +
+	"\fHostQuestion\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12A\n" +
+	"\tget_state\x18\x02 \x01(\v2\".agenthost.tool.v1.GetStateRequestH\x00R\bgetStateB\n" +
+	"\n" +
+	"\bquestion\"\x99\x01\n" +
+	"\n" +
+	"HostAnswer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12;\n" +
+	"\x05state\x18\x02 \x01(\v2#.agenthost.tool.v1.GetStateResponseH\x00R\x05state\x124\n" +
+	"\x05error\x18\x03 \x01(\v2\x1c.agenthost.tool.v1.HostErrorH\x00R\x05errorB\b\n" +
+	"\x06answer\"9\n" +
+	"\tHostError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"8\n" +
 	"\x0fDescribeRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\"\xf6\x01\n" +
 	"\x10DescribeResponse\x12\x1f\n" +
@@ -859,13 +1103,12 @@ const file_tool_proto_rawDesc = "" +
 	"\x10GetStateResponse\x12#\n" +
 	"\rsystem_prompt\x18\x01 \x01(\tR\fsystemPrompt\x12'\n" +
 	"\x0fsession_context\x18\x02 \x01(\tR\x0esessionContext\x129\n" +
-	"\x19session_context_file_path\x18\x03 \x01(\tR\x16sessionContextFilePath2\xb3\x01\n" +
+	"\x19session_context_file_path\x18\x03 \x01(\tR\x16sessionContextFilePath2\xff\x01\n" +
 	"\n" +
 	"ToolPlugin\x12S\n" +
 	"\bDescribe\x12\".agenthost.tool.v1.DescribeRequest\x1a#.agenthost.tool.v1.DescribeResponse\x12P\n" +
-	"\aExecute\x12!.agenthost.tool.v1.ExecuteRequest\x1a\".agenthost.tool.v1.ExecuteResponse2[\n" +
-	"\x04Host\x12S\n" +
-	"\bGetState\x12\".agenthost.tool.v1.GetStateRequest\x1a#.agenthost.tool.v1.GetStateResponseB+Z)github.com/agenthost/agenthost/sdk/toolv1b\x06proto3"
+	"\aExecute\x12!.agenthost.tool.v1.ExecuteRequest\x1a\".agenthost.tool.v1.ExecuteResponse\x12J\n" +
+	"\x04Host\x12\x1d.agenthost.tool.v1.HostAnswer\x1a\x1f.agenthost.tool.v1.HostQuestion(\x010\x01B+Z)github.com/agenthost/agenthost/sdk/toolv1b\x06proto3"
 
 var (
 	file_tool_proto_rawDescOnce sync.Once
@@ -880,35 +1123,41 @@ func file_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_tool_proto_goTypes = []any{
 	(Permissions_RootAccess)(0), // 0: agenthost.tool.v1.Permissions.RootAccess
-	(*DescribeRequest)(nil),     // 1: agenthost.tool.v1.DescribeRequest
-	(*DescribeResponse)(nil),    // 2: agenthost.tool.v1.DescribeResponse
-	(*Permissions)(nil),         // 3: agenthost.tool.v1.Permissions
-	(*ToolSpec)(nil),            // 4: agenthost.tool.v1.ToolSpec
-	(*Annotations)(nil),         // 5: agenthost.tool.v1.Annotations
-	(*ExecuteRequest)(nil),      // 6: agenthost.tool.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),     // 7: agenthost.tool.v1.ExecuteResponse
-	(*GetStateRequest)(nil),     // 8: agenthost.tool.v1.GetStateRequest
-	(*GetStateResponse)(nil),    // 9: agenthost.tool.v1.GetStateResponse
+	(*HostQuestion)(nil),        // 1: agenthost.tool.v1.HostQuestion
+	(*HostAnswer)(nil),          // 2: agenthost.tool.v1.HostAnswer
+	(*HostError)(nil),           // 3: agenthost.tool.v1.HostError
+	(*DescribeRequest)(nil),     // 4: agenthost.tool.v1.DescribeRequest
+	(*DescribeResponse)(nil),    // 5: agenthost.tool.v1.DescribeResponse
+	(*Permissions)(nil),         // 6: agenthost.tool.v1.Permissions
+	(*ToolSpec)(nil),            // 7: agenthost.tool.v1.ToolSpec
+	(*Annotations)(nil),         // 8: agenthost.tool.v1.Annotations
+	(*ExecuteRequest)(nil),      // 9: agenthost.tool.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),     // 10: agenthost.tool.v1.ExecuteResponse
+	(*GetStateRequest)(nil),     // 11: agenthost.tool.v1.GetStateRequest
+	(*GetStateResponse)(nil),    // 12: agenthost.tool.v1.GetStateResponse
 }
 var file_tool_proto_depIdxs = []int32{
-	4, // 0: agenthost.tool.v1.DescribeResponse.tools:type_name -> agenthost.tool.v1.ToolSpec
-	3, // 1: agenthost.tool.v1.DescribeResponse.permissions:type_name -> agenthost.tool.v1.Permissions
-	0, // 2: agenthost.tool.v1.Permissions.roots:type_name -> agenthost.tool.v1.Permissions.RootAccess
-	5, // 3: agenthost.tool.v1.ToolSpec.annotations:type_name -> agenthost.tool.v1.Annotations
-	1, // 4: agenthost.tool.v1.ToolPlugin.Describe:input_type -> agenthost.tool.v1.DescribeRequest
-	6, // 5: agenthost.tool.v1.ToolPlugin.Execute:input_type -> agenthost.tool.v1.ExecuteRequest
-	8, // 6: agenthost.tool.v1.Host.GetState:input_type -> agenthost.tool.v1.GetStateRequest
-	2, // 7: agenthost.tool.v1.ToolPlugin.Describe:output_type -> agenthost.tool.v1.DescribeResponse
-	7, // 8: agenthost.tool.v1.ToolPlugin.Execute:output_type -> agenthost.tool.v1.ExecuteResponse
-	9, // 9: agenthost.tool.v1.Host.GetState:output_type -> agenthost.tool.v1.GetStateResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	11, // 0: agenthost.tool.v1.HostQuestion.get_state:type_name -> agenthost.tool.v1.GetStateRequest
+	12, // 1: agenthost.tool.v1.HostAnswer.state:type_name -> agenthost.tool.v1.GetStateResponse
+	3,  // 2: agenthost.tool.v1.HostAnswer.error:type_name -> agenthost.tool.v1.HostError
+	7,  // 3: agenthost.tool.v1.DescribeResponse.tools:type_name -> agenthost.tool.v1.ToolSpec
+	6,  // 4: agenthost.tool.v1.DescribeResponse.permissions:type_name -> agenthost.tool.v1.Permissions
+	0,  // 5: agenthost.tool.v1.Permissions.roots:type_name -> agenthost.tool.v1.Permissions.RootAccess
+	8,  // 6: agenthost.tool.v1.ToolSpec.annotations:type_name -> agenthost.tool.v1.Annotations
+	4,  // 7: agenthost.tool.v1.ToolPlugin.Describe:input_type -> agenthost.tool.v1.DescribeRequest
+	9,  // 8: agenthost.tool.v1.ToolPlugin.Execute:input_type -> agenthost.tool.v1.ExecuteRequest
+	2,  // 9: agenthost.tool.v1.ToolPlugin.Host:input_type -> agenthost.tool.v1.HostAnswer
+	5,  // 10: agenthost.tool.v1.ToolPlugin.Describe:output_type -> agenthost.tool.v1.DescribeResponse
+	10, // 11: agenthost.tool.v1.ToolPlugin.Execute:output_type -> agenthost.tool.v1.ExecuteResponse
+	1,  // 12: agenthost.tool.v1.ToolPlugin.Host:output_type -> agenthost.tool.v1.HostQuestion
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_tool_proto_init() }
@@ -916,15 +1165,22 @@ func file_tool_proto_init() {
 	if File_tool_proto != nil {
 		return
 	}
+	file_tool_proto_msgTypes[0].OneofWrappers = []any{
+		(*HostQuestion_GetState)(nil),
+	}
+	file_tool_proto_msgTypes[1].OneofWrappers = []any{
+		(*HostAnswer_State)(nil),
+		(*HostAnswer_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tool_proto_rawDesc), len(file_tool_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   1,
 		},
 		GoTypes:           file_tool_proto_goTypes,
 		DependencyIndexes: file_tool_proto_depIdxs,

@@ -6,9 +6,12 @@
 // serve several tools. The host calls Describe once, then Execute for every
 // call of one of the described tools.
 //
-// While a call runs, a tool may ask the host for its live state through the
-// Host service, which the host serves on the go-plugin broker connection
-// whose id the ExecuteRequest carries.
+// Since protocol 1.5 the host hands the plugin one end of a connected
+// socket pair (its descriptor number in AGENTHOST_PLUGIN_CONN) and the
+// plugin serves gRPC on that one connection; it names no socket that
+// another process could dial. While a call runs, a tool may ask the host
+// for its live state on the Host stream, which the host opens on the same
+// connection.
 //
 // Minor versions only add fields and methods; the major version is the
 // package name and the go-plugin protocol version.
@@ -36,6 +39,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	ToolPlugin_Describe_FullMethodName = "/agenthost.tool.v1.ToolPlugin/Describe"
 	ToolPlugin_Execute_FullMethodName  = "/agenthost.tool.v1.ToolPlugin/Execute"
+	ToolPlugin_Host_FullMethodName     = "/agenthost.tool.v1.ToolPlugin/Host"
 )
 
 // ToolPluginClient is the client API for ToolPlugin service.
@@ -48,6 +52,12 @@ type ToolPluginClient interface {
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 	// Execute runs one tool with JSON arguments under the caller's deadline.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
+	// Host carries the plugin's questions to the host, turned around: the
+	// host opens it once per connection and keeps it open; the plugin sends
+	// each question as a message of the stream's answer side and the host
+	// replies with a message of the same id. A plugin that asks nothing
+	// may leave it unimplemented. Since protocol 1.5.
+	Host(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostAnswer, HostQuestion], error)
 }
 
 type toolPluginClient struct {
@@ -78,6 +88,19 @@ func (c *toolPluginClient) Execute(ctx context.Context, in *ExecuteRequest, opts
 	return out, nil
 }
 
+func (c *toolPluginClient) Host(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostAnswer, HostQuestion], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolPlugin_ServiceDesc.Streams[0], ToolPlugin_Host_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HostAnswer, HostQuestion]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolPlugin_HostClient = grpc.BidiStreamingClient[HostAnswer, HostQuestion]
+
 // ToolPluginServer is the server API for ToolPlugin service.
 // All implementations must embed UnimplementedToolPluginServer
 // for forward compatibility.
@@ -88,6 +111,12 @@ type ToolPluginServer interface {
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	// Execute runs one tool with JSON arguments under the caller's deadline.
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
+	// Host carries the plugin's questions to the host, turned around: the
+	// host opens it once per connection and keeps it open; the plugin sends
+	// each question as a message of the stream's answer side and the host
+	// replies with a message of the same id. A plugin that asks nothing
+	// may leave it unimplemented. Since protocol 1.5.
+	Host(grpc.BidiStreamingServer[HostAnswer, HostQuestion]) error
 	mustEmbedUnimplementedToolPluginServer()
 }
 
@@ -103,6 +132,9 @@ func (UnimplementedToolPluginServer) Describe(context.Context, *DescribeRequest)
 }
 func (UnimplementedToolPluginServer) Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Execute not implemented")
+}
+func (UnimplementedToolPluginServer) Host(grpc.BidiStreamingServer[HostAnswer, HostQuestion]) error {
+	return status.Error(codes.Unimplemented, "method Host not implemented")
 }
 func (UnimplementedToolPluginServer) mustEmbedUnimplementedToolPluginServer() {}
 func (UnimplementedToolPluginServer) testEmbeddedByValue()                    {}
@@ -161,6 +193,13 @@ func _ToolPlugin_Execute_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolPlugin_Host_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ToolPluginServer).Host(&grpc.GenericServerStream[HostAnswer, HostQuestion]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolPlugin_HostServer = grpc.BidiStreamingServer[HostAnswer, HostQuestion]
+
 // ToolPlugin_ServiceDesc is the grpc.ServiceDesc for ToolPlugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -177,116 +216,13 @@ var ToolPlugin_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ToolPlugin_Execute_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
-	Metadata: "tool.proto",
-}
-
-const (
-	Host_GetState_FullMethodName = "/agenthost.tool.v1.Host/GetState"
-)
-
-// HostClient is the client API for Host service.
-//
-// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
-//
-// Host is served by the host, through the go-plugin broker, for the
-// duration of the plugin connection.
-type HostClient interface {
-	// GetState returns the host's state as it is at the moment of the call.
-	GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error)
-}
-
-type hostClient struct {
-	cc grpc.ClientConnInterface
-}
-
-func NewHostClient(cc grpc.ClientConnInterface) HostClient {
-	return &hostClient{cc}
-}
-
-func (c *hostClient) GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(GetStateResponse)
-	err := c.cc.Invoke(ctx, Host_GetState_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// HostServer is the server API for Host service.
-// All implementations must embed UnimplementedHostServer
-// for forward compatibility.
-//
-// Host is served by the host, through the go-plugin broker, for the
-// duration of the plugin connection.
-type HostServer interface {
-	// GetState returns the host's state as it is at the moment of the call.
-	GetState(context.Context, *GetStateRequest) (*GetStateResponse, error)
-	mustEmbedUnimplementedHostServer()
-}
-
-// UnimplementedHostServer must be embedded to have
-// forward compatible implementations.
-//
-// NOTE: this should be embedded by value instead of pointer to avoid a nil
-// pointer dereference when methods are called.
-type UnimplementedHostServer struct{}
-
-func (UnimplementedHostServer) GetState(context.Context, *GetStateRequest) (*GetStateResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method GetState not implemented")
-}
-func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
-func (UnimplementedHostServer) testEmbeddedByValue()              {}
-
-// UnsafeHostServer may be embedded to opt out of forward compatibility for this service.
-// Use of this interface is not recommended, as added methods to HostServer will
-// result in compilation errors.
-type UnsafeHostServer interface {
-	mustEmbedUnimplementedHostServer()
-}
-
-func RegisterHostServer(s grpc.ServiceRegistrar, srv HostServer) {
-	// If the following call panics, it indicates UnimplementedHostServer was
-	// embedded by pointer and is nil.  This will cause panics if an
-	// unimplemented method is ever invoked, so we test this at initialization
-	// time to prevent it from happening at runtime later due to I/O.
-	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
-		t.testEmbeddedByValue()
-	}
-	s.RegisterService(&Host_ServiceDesc, srv)
-}
-
-func _Host_GetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetStateRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(HostServer).GetState(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Host_GetState_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(HostServer).GetState(ctx, req.(*GetStateRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-// Host_ServiceDesc is the grpc.ServiceDesc for Host service.
-// It's only intended for direct use with grpc.RegisterService,
-// and not to be introspected or modified (even as a copy)
-var Host_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "agenthost.tool.v1.Host",
-	HandlerType: (*HostServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "GetState",
-			Handler:    _Host_GetState_Handler,
+			StreamName:    "Host",
+			Handler:       _ToolPlugin_Host_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "tool.proto",
 }

@@ -1,9 +1,9 @@
 // Command bareplugin is an agenthost plugin written the way one in another
 // language is: without go-plugin and without the sdk, from
-// docs/PROTOCOL.md alone. It checks the handshake cookie, listens on a
-// unix socket in PLUGIN_UNIX_SOCKET_DIR, serves
+// docs/PROTOCOL.md alone. It checks the handshake cookie, serves
 // agenthost.tool.v1.ToolPlugin and grpc.health.v1.Health with
-// google.golang.org/grpc, and prints its handshake line itself. It serves
+// google.golang.org/grpc on the connection the host passes it
+// (AGENTHOST_PLUGIN_CONN), and prints its handshake line itself. It serves
 // none of go-plugin's own services (controller, broker, stdio).
 //
 // Its tools:
@@ -13,15 +13,14 @@
 //	            until the call is canceled
 //	bare_log    writes each of its "lines" to stderr, as they are
 //	bare_state  the host's system prompt and session context, asked of
-//	            the host's Host service
+//	            the host on the Host stream
 //
 // Each call remembers the host's first workspace root. On SIGTERM it
 // writes its process id to the file "sigterm" there and exits with status
 // 0; installed under a name ending in "-stubborn" it writes the file and
 // carries on, so that only SIGKILL ends it. Installed under a name ending
-// in "-broker" it serves go-plugin's broker (plugin.GRPCBroker), through
-// which bare_state learns where the Host service is; otherwise bare_state
-// fails.
+// in "-host" it serves the Host stream, on which bare_state asks the host;
+// otherwise the stream is unimplemented and bare_state fails.
 package main
 
 import (
@@ -39,7 +38,6 @@ import (
 	"syscall"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -50,7 +48,12 @@ const schema = `{"type":"object","properties":{"started":{"type":"string"},"line
 
 type server struct {
 	toolv1.UnimplementedToolPluginServer
-	broker *broker
+	// host is the Host stream, once the host opened it; nil for a plugin
+	// that serves none.
+	host chan toolv1.ToolPlugin_HostServer
+	// ask takes one question at a time: the stream's Send and Recv are
+	// this plugin's alone while it asks.
+	ask sync.Mutex
 
 	mu   sync.Mutex
 	root string // the first workspace root of the last call
@@ -101,23 +104,43 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	return &toolv1.ExecuteResponse{Error: "unknown tool " + req.GetTool()}, nil
 }
 
-// hostState asks the host's Host service for its state, for the call req.
-// The host announces where the service listens on the broker's stream:
-// a ConnInfo whose service_id is req's host_service_id.
+// Host keeps the stream the host opens, until it ends.
+func (s *server) Host(stream toolv1.ToolPlugin_HostServer) error {
+	if s.host == nil {
+		return s.UnimplementedToolPluginServer.Host(stream)
+	}
+	s.host <- stream
+	<-stream.Context().Done()
+	return nil
+}
+
+// hostState asks the host, on the Host stream, for its state during the
+// call req.
 func (s *server) hostState(ctx context.Context, req *toolv1.ExecuteRequest) (*toolv1.GetStateResponse, error) {
-	if s.broker == nil {
-		return nil, errors.New("this plugin serves no broker")
+	if s.host == nil || req.GetHostServiceId() == 0 {
+		return nil, errors.New("this plugin does not ask the host")
 	}
-	network, address, err := s.broker.wait(ctx, req.GetHostServiceId())
+	var stream toolv1.ToolPlugin_HostServer
+	select {
+	case stream = <-s.host:
+		s.host <- stream // for the next question
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.ask.Lock()
+	defer s.ask.Unlock()
+	q := &toolv1.HostQuestion{Id: req.GetCallId(), Question: &toolv1.HostQuestion_GetState{GetState: &toolv1.GetStateRequest{CallId: req.GetCallId()}}}
+	if err := stream.Send(q); err != nil {
+		return nil, err
+	}
+	a, err := stream.Recv()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(network+":"+address, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, err
+	if e := a.GetError(); e != nil {
+		return nil, errors.New(e.GetMessage())
 	}
-	defer conn.Close()
-	return toolv1.NewHostClient(conn).GetState(ctx, &toolv1.GetStateRequest{CallId: req.GetCallId()})
+	return a.GetState(), nil
 }
 
 // onSIGTERM writes the "sigterm" file in the last root, and exits unless
@@ -147,8 +170,12 @@ func main() {
 	s := &server{}
 	go s.onSIGTERM(strings.HasSuffix(name, "-stubborn"))
 
-	sock := filepath.Join(os.Getenv("PLUGIN_UNIX_SOCKET_DIR"), "bare.sock")
-	l, err := net.Listen("unix", sock)
+	fd, err := strconv.Atoi(os.Getenv("AGENTHOST_PLUGIN_CONN"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bareplugin: the host passed no connection")
+		os.Exit(1)
+	}
+	conn, err := net.FileConn(os.NewFile(uintptr(fd), "host"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bareplugin:", err)
 		os.Exit(1)
@@ -158,16 +185,50 @@ func main() {
 	hs := health.NewServer()
 	hs.SetServingStatus("plugin", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, hs)
-	if strings.HasSuffix(name, "-broker") {
-		s.broker = newBroker()
-		g.RegisterService(&brokerService, s.broker)
+	if strings.HasSuffix(name, "-host") {
+		s.host = make(chan toolv1.ToolPlugin_HostServer, 1)
 	}
 
-	// The socket listens before the line is printed: the host dials it as
-	// soon as it reads the line.
-	fmt.Printf("1|1|unix|%s|grpc\n", sock)
-	if err := g.Serve(l); err != nil {
-		fmt.Fprintln(os.Stderr, "bareplugin:", err)
-		os.Exit(1)
+	fmt.Printf("1|1|unix|fd:%d|grpc\n", fd)
+	// The server's one connection is the host's; when it ends, so does
+	// the plugin.
+	l := &oneConn{conn: conn, done: make(chan struct{})}
+	_ = g.Serve(l)
+}
+
+// oneConn is a listener that yields the host's connection once, then
+// waits until it is closed.
+type oneConn struct {
+	conn net.Conn
+	once sync.Once
+	done chan struct{}
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	var c net.Conn
+	l.once.Do(func() { c = closing{l.conn, l} })
+	if c != nil {
+		return c, nil
 	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return l.conn.LocalAddr() }
+
+// closing ends the listener's wait when the connection is closed.
+type closing struct {
+	net.Conn
+	l *oneConn
+}
+
+func (c closing) Close() error {
+	err := c.Conn.Close()
+	select {
+	case <-c.l.done:
+	default:
+		close(c.l.done)
+	}
+	return err
 }

@@ -31,7 +31,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk/toolv1"
@@ -131,12 +130,6 @@ func main() {
 	base := filepath.Base(os.Args[0])
 	mode := base[strings.LastIndexByte(base, '-')+1:]
 	srv := &server{mode: mode, logger: logger}
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: wire.Handshake,
-		VersionedPlugins: wire.PluginSets(&wire.Plugin{
-			Impl: func(*plugin.GRPCBroker) toolv1.ToolPluginServer { return srv },
-		}),
-		GRPCServer: wire.NewServer,
-		Logger:     logger,
-	})
+	code, _ := wire.Serve(srv, wire.ServeOptions{Logger: logger})
+	os.Exit(code)
 }

@@ -3,20 +3,13 @@
 package main
 
 import (
-	"github.com/hashicorp/go-plugin"
+	"os"
 
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 func main() {
-	hs := wire.Handshake
-	hs.ProtocolVersion = 2
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: hs,
-		VersionedPlugins: map[int]plugin.PluginSet{2: {wire.PluginName: &wire.Plugin{
-			Impl: func(*plugin.GRPCBroker) toolv1.ToolPluginServer { return toolv1.UnimplementedToolPluginServer{} },
-		}}},
-		GRPCServer: plugin.DefaultGRPCServer,
-	})
+	code, _ := wire.Serve(toolv1.UnimplementedToolPluginServer{}, wire.ServeOptions{Version: 2})
+	os.Exit(code)
 }

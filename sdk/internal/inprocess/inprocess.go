@@ -6,14 +6,13 @@ package inprocess
 
 import (
 	"context"
+	"net"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 )
 
-// Serve serves p, an sdk.Plugin, with go-plugin in test mode (over a unix
-// socket, without a handshake on stdout), until ctx ends. The tools' log
-// lines (sdk.Logger) go to logger. It returns the configuration a client
-// reattaches with, and a channel closed once the plugin stopped serving.
-// It panics as sdk.ServePlugin does on a malformed Plugin.
-var Serve func(ctx context.Context, p any, logger hclog.Logger) (*plugin.ReattachConfig, <-chan struct{}, error)
+// Serve serves p, an sdk.Plugin, on lis until ctx ends. The tools' log
+// lines (sdk.Logger) go to logger. It returns a channel closed once the
+// plugin stopped serving. It panics as sdk.ServePlugin does on a
+// malformed Plugin.
+var Serve func(ctx context.Context, p any, lis net.Listener, logger hclog.Logger) <-chan struct{}

@@ -7,16 +7,14 @@ import (
 	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
-// A plugin written without go-plugin reaches the host's Host service as
-// docs/PROTOCOL.md says: it serves go-plugin's broker, learns from the
-// host's ConnInfo on the broker's stream where the service listens, dials
-// it, and asks for the state of the call under way. The host announces
-// the service once per process; the plugin keeps the address for the
+// A plugin written without go-plugin asks the host about the call under
+// way as docs/PROTOCOL.md says: on the Host stream, which the host opens
+// on the plugin's connection once per process and keeps open for the
 // calls after.
-func TestPluginWithoutGoPluginReadsHostStateThroughTheBroker(t *testing.T) {
+func TestPluginWithoutGoPluginReadsHostStateOnTheHostStream(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	plugintest.Install(t, dir, host.PluginPrefix+"bare-broker", "./host/testdata/bareplugin")
+	plugintest.Install(t, dir, host.PluginPrefix+"bare-host", "./host/testdata/bareplugin")
 	tc := &liveContext{}
 	reg := load(t, dir, &host.Options{ToolContext: tc, CacheDir: t.TempDir()})
 
