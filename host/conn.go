@@ -24,7 +24,16 @@ import (
 // connPair makes the pair: the host's end and the plugin's, both
 // close-on-exec in the host.
 func connPair() (host, plugin *os.File, err error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Under the fork lock, as Go's net package makes sockets where the
+	// kernel cannot make them close-on-exec at once: no process started
+	// meanwhile gets a copy.
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
 	}

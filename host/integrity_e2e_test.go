@@ -7,6 +7,7 @@ package host_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,8 +29,8 @@ func TestSecretsNeverReachAPlugin(t *testing.T) {
 	t.Setenv("AGENTHOST_TEST_PASSED", "passed-through")
 	t.Setenv("LC_ALL", "C.UTF-8")
 	reg := load(t, pluginDir(t, "test"), &host.Options{PluginEnv: []string{"AGENTHOST_TEST_PASSED"}})
-	pid := strings.TrimSpace(call(t, reg, "pid", "{}"))
-	data, err := os.ReadFile("/proc/" + pid + "/environ")
+	pid := atoi(t, call(t, reg, "pid", "{}"))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		t.Fatal(err)
 	}

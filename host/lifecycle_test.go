@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
 // testBinary is the installed path of the test plugin in dir.
@@ -44,8 +45,8 @@ func copyTestPlugin(t *testing.T) string {
 	return dir
 }
 
-// pluginProcs lists the live child processes of the test that run the
-// binary at path.
+// pluginProcs lists the live processes the test started (see
+// plugintest.StartedBy) that run the binary at path.
 func pluginProcs(t *testing.T, path string) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -62,12 +63,7 @@ func pluginProcs(t *testing.T, path string) []int {
 		if err != nil || strings.TrimSuffix(exe, " (deleted)") != path {
 			continue
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+		if plugintest.StartedBy(pid, os.Getpid()) {
 			pids = append(pids, pid)
 		}
 	}

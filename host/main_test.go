@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -138,11 +137,13 @@ func call(t *testing.T, reg *host.ToolRegistry, name, args string) string {
 	return out
 }
 
+// atoi reads a number, or a process id as a test plugin answers it
+// (plugintest.HostPID): the process's id in the test's namespace.
 func atoi(t *testing.T, s string) int {
 	t.Helper()
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+	n, err := plugintest.HostPID(s)
 	if err != nil {
-		t.Fatalf("not a number: %q", s)
+		t.Fatal(err)
 	}
 	return n
 }

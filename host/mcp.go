@@ -56,11 +56,14 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 		srv := servers[i]
 		srv.Args = slices.Clone(srv.Args)
 		proc := newToolSource(MCPSourcePrefix+srv.Name, r.logger, r.startTimeout, r.idleTimeout)
-		proc.server, proc.grant = &srv, MergeGrants(srv.Grant, srv.defaultGrant())
+		proc.server, proc.grant = &srv, MergeGrants(srv.Grant, srv.defaultGrant(r.sandbox.launchers))
 		proc.pluginEnv, proc.allowInsecure, proc.sandbox = r.pluginEnv, r.allowInsecure, r.sandbox
 		proc.perms = r.sandbox.granted(proc.path, sdk.Permissions{}, proc.grant)
 		procs[i] = proc
 		if errs[i] = validMCPName(srv.Name); errs[i] != nil {
+			continue
+		}
+		if errs[i] = srv.checkArgs(); errs[i] != nil {
 			continue
 		}
 		id, err := srv.identity()
@@ -216,76 +219,6 @@ func expandEnv(s string) (string, error) {
 	}
 }
 
-// launchers are the commands that fetch a package and run it, and what
-// each needs besides network access and running programs: the caches it
-// writes.
-var launchers = map[string][]string{
-	"npx":  {"~/.npm"},
-	"pnpx": {"~/.npm", "~/.local/share/pnpm", "~/.cache/pnpm"},
-	"bunx": {"~/.bun"},
-	"uvx":  {"~/.cache/uv", "~/.local/share/uv"},
-	"uv":   {"~/.cache/uv", "~/.local/share/uv"},
-	"pipx": {"~/.local/pipx", "~/.cache/pip"},
-}
-
-// defaultGrant is what a server over stdio gets besides a third-party
-// plugin's defaults, from what its configuration names, so that a block
-// pasted from another client runs as it did there, confined to it:
-//   - every path its arguments and cwd name, read-only: a script and its
-//     package (a script in node_modules gets the whole node_modules
-//     tree, where its imports are), a directory it is to serve;
-//   - a launcher (npx, pnpx, bunx, uvx, uv, pipx) gets what fetching and
-//     running a package takes: network access, running programs, and
-//     its caches read-write.
-//
-// Anything else is the user's to grant (MCPServer.Grant).
-func (s *MCPServer) defaultGrant() Grant {
-	var g Grant
-	if s.transport() != "stdio" {
-		return g
-	}
-	x, err := s.expanded()
-	if err != nil {
-		return g
-	}
-	if caches, ok := launchers[filepath.Base(x.Command)]; ok {
-		g.Network, g.Exec = true, true
-		g.Write = append(g.Write, caches...)
-	}
-	paths := slices.Clone(x.Args)
-	if x.Dir != "" {
-		paths = append(paths, x.Dir)
-	}
-	for _, p := range paths {
-		if !strings.Contains(p, "/") && p != "." {
-			continue // a word, not a path
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(x.Dir, p)
-		}
-		p = absPath(p)
-		info, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		if !info.IsDir() {
-			p = packageDir(p)
-		}
-		g.Read = append(g.Read, p)
-	}
-	return g
-}
-
-// packageDir is where a script's imports are: the outermost node_modules
-// directory above it, or else its own directory.
-func packageDir(script string) string {
-	dir := filepath.Dir(script)
-	if i := strings.Index(dir+"/", "/node_modules/"); i >= 0 {
-		return dir[:i+len("/node_modules")]
-	}
-	return dir
-}
-
 // identity is what identifies the server for the description cache: its
 // transport and URL, or its command, the binary it resolves to (and what
 // stat says of it), its arguments, working directory and the names of
@@ -408,11 +341,23 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, err := p.sandbox.policy(bin, perms)
+	policy, err := p.sandbox.policy(bin, perms, p.sandbox.limits(p.path, p.grant))
 	if err != nil {
 		return nil, err
 	}
 	env := pluginEnv(p.pluginEnv)
+	if dir, vars := p.server.launcherDir(p.sandbox.launchers); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("making its launcher's directory: %w", err)
+		}
+		for _, kv := range vars {
+			_, v, _ := strings.Cut(kv, "=")
+			if err := os.MkdirAll(v, 0o700); err != nil {
+				return nil, fmt.Errorf("making its launcher's directory: %w", err)
+			}
+		}
+		env = append(env, vars...)
+	}
 	for _, k := range slices.Sorted(mapKeys(srv.Env)) {
 		env = append(env, k+"="+srv.Env[k])
 	}

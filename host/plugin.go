@@ -64,7 +64,7 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 			// go-plugin made for a socket goes unused, and at once.
 			_ = os.Remove(socketDir)
 			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") })
-			policy, err := p.sandbox.policy(bin, perms)
+			policy, err := p.sandbox.policy(bin, perms, p.sandbox.limits(p.path, p.grant))
 			if err != nil {
 				return nil, err
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
 func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
@@ -154,12 +155,17 @@ func TestPluginProcessIsIsolated(t *testing.T) {
 	if stdin != os.DevNull {
 		t.Errorf("the plugin's stdin is %s, want %s", stdin, os.DevNull)
 	}
+	// Its sandbox's first process, its parent, leads the group.
 	pgid, err := syscall.Getpgid(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pgid != pid {
-		t.Errorf("the plugin is in process group %d, not its own (%d)", pgid, pid)
+	stage, _ := sandbox.Parent(pid)
+	if pgid != stage {
+		t.Errorf("the plugin is in process group %d, not its sandbox's (%d)", pgid, stage)
+	}
+	if host, _ := sandbox.Parent(stage); host != os.Getpid() {
+		t.Errorf("the plugin's sandbox (pid %d) was started by %d, not the host", stage, host)
 	}
 }
 

@@ -39,11 +39,13 @@ func loadBare(t *testing.T, name string) (reg *host.ToolRegistry, root string, l
 }
 
 // closeDuringBareCall starts a bare_wait call, closes the registry while
-// it is under way, and returns the plugin's pid and the call's answer.
-// When Close returns, the plugin has been reaped.
-func closeDuringBareCall(t *testing.T, reg *host.ToolRegistry, root string) (pid int, answer string) {
+// it is under way, and returns the plugin's process id as it says it
+// (see sigtermMarker) and the call's answer. When Close returns, the
+// plugin has been reaped.
+func closeDuringBareCall(t *testing.T, reg *host.ToolRegistry, root string) (self, answer string) {
 	t.Helper()
-	pid = atoi(t, call(t, reg, "bare_pid", `{}`))
+	self = strings.TrimSpace(call(t, reg, "bare_pid", `{}`))
+	pid := atoi(t, self)
 	started := filepath.Join(root, "started")
 	result := make(chan string, 1)
 	go func() {
@@ -62,20 +64,21 @@ func closeDuringBareCall(t *testing.T, reg *host.ToolRegistry, root string) (pid
 	if !host.IsError(answer) {
 		t.Errorf("the call cut by Close = %q, want an error", answer)
 	}
-	return pid, answer
+	return self, answer
 }
 
-// sigtermMarker is the pid the bare plugin wrote on SIGTERM, or 0.
-func sigtermMarker(t *testing.T, root string) int {
+// sigtermMarker is the process id the bare plugin wrote on SIGTERM, as
+// bare_pid says it, or "".
+func sigtermMarker(t *testing.T, root string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "sigterm"))
 	if errors.Is(err, os.ErrNotExist) {
-		return 0
+		return ""
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return atoi(t, string(data))
+	return strings.TrimSpace(string(data))
 }
 
 // gracefulWaitSatOut is what go-plugin logs when it kills a plugin that
@@ -88,9 +91,9 @@ const gracefulWaitSatOut = "plugin failed to exit gracefully"
 func TestPluginWithoutControllerIsEndedBySIGTERM(t *testing.T) {
 	t.Parallel()
 	reg, root, logs := loadBare(t, "bare")
-	pid, answer := closeDuringBareCall(t, reg, root)
-	if got := sigtermMarker(t, root); got != pid {
-		t.Errorf("the plugin (pid %d) wrote %d on SIGTERM: it was not sent SIGTERM", pid, got)
+	self, answer := closeDuringBareCall(t, reg, root)
+	if got := sigtermMarker(t, root); got != self {
+		t.Errorf("the plugin (pid %s) wrote %q on SIGTERM: it was not sent SIGTERM", self, got)
 	}
 	if strings.Contains(answer, "signal: killed") {
 		t.Errorf("the call cut by Close = %q: the plugin was killed, not ended by SIGTERM", answer)
@@ -105,9 +108,9 @@ func TestPluginWithoutControllerIsEndedBySIGTERM(t *testing.T) {
 func TestPluginWithoutControllerIgnoringSIGTERMIsKilled(t *testing.T) {
 	t.Parallel()
 	reg, root, logs := loadBare(t, "bare-stubborn")
-	pid, _ := closeDuringBareCall(t, reg, root)
-	if got := sigtermMarker(t, root); got != pid {
-		t.Errorf("the plugin (pid %d) wrote %d on SIGTERM: it was not sent SIGTERM", pid, got)
+	self, _ := closeDuringBareCall(t, reg, root)
+	if got := sigtermMarker(t, root); got != self {
+		t.Errorf("the plugin (pid %s) wrote %q on SIGTERM: it was not sent SIGTERM", self, got)
 	}
 	if strings.Contains(logs.String(), gracefulWaitSatOut) {
 		t.Errorf("go-plugin waited for the plugin to exit, then killed it:\n%s", logs)

@@ -210,6 +210,7 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 			return tc.SessionContextFilePath()
 		},
 		runDirOnce: sync.OnceValue(makeRunDir),
+		launchers:  launcherRoot(opts.CacheDir),
 	}
 	switch {
 	case r.idleTimeout == 0:

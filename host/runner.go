@@ -50,8 +50,10 @@ type groupRunner struct {
 	cmd    *exec.Cmd
 	path   string
 	pid    int
-	// policy is the sandbox the process starts in; nil: none.
+	// policy is the sandbox the process starts in; nil: none. proc is
+	// the process in it, once started.
 	policy *sandbox.Policy
+	proc   *sandbox.Process
 	// conn is the host's end of a plugin's connection, when the host
 	// made one (go-plugin plugins); nil for an MCP server.
 	conn *pluginConn
@@ -64,6 +66,7 @@ type groupRunner struct {
 	childEnds    []*os.File // closed in the host once the process has them
 
 	done     chan struct{} // closed when the process has been waited for
+	outEnded chan struct{} // closed when its stdout has reached its end
 	waitErr  error         // how it ended, once done is closed
 	finished chan struct{} // closed once its output is read to the end, or given up on
 	mu       sync.Mutex    // guards reaped against signals to the group
@@ -101,6 +104,7 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunn
 		osOut: osOut, osErr: osErr,
 		childEnds: []*os.File{childOut, childErr},
 		done:      make(chan struct{}),
+		outEnded:  make(chan struct{}),
 		finished:  make(chan struct{}),
 	}
 	r.outR, r.outW = io.Pipe()
@@ -131,9 +135,8 @@ func (r *groupRunner) openStdin() (*os.File, error) {
 
 func (r *groupRunner) Start(context.Context) error {
 	var err error
-	release := func() {}
 	if r.policy != nil {
-		release, err = sandbox.Start(r.cmd, r.policy)
+		r.proc, err = sandbox.Start(r.cmd, r.policy)
 	} else {
 		err = r.cmd.Start()
 	}
@@ -149,11 +152,14 @@ func (r *groupRunner) Start(context.Context) error {
 	r.logger.Debug("plugin started", "path", r.path, "pid", r.pid)
 
 	var copies sync.WaitGroup
-	if r.handshake {
-		copies.Go(r.checkHandshake)
-	} else {
-		copies.Go(func() { copyOut(r.outW, r.osOut, nil) })
-	}
+	copies.Go(func() {
+		defer close(r.outEnded)
+		if r.handshake {
+			r.checkHandshake()
+		} else {
+			copyOut(r.outW, r.osOut, nil)
+		}
+	})
 	if r.pluginLog != nil {
 		// go-plugin's end stays empty: it would log the same lines,
 		// less well (see logPluginStderr).
@@ -171,11 +177,15 @@ func (r *groupRunner) Start(context.Context) error {
 		}
 		r.mu.Lock()
 		// cmd's stdout and stderr are files, so Wait does not wait for
-		// the pipes: only for the process.
+		// the pipes: only for the process. Under a sandbox's stage, that
+		// is the stage; it says how the program ended.
 		r.waitErr = r.cmd.Wait()
+		if ws, ok := r.proc.ExitStatus(); ok {
+			r.waitErr = waitError(ws)
+		}
 		r.reaped = true
 		r.mu.Unlock()
-		release()
+		r.proc.Release()
 		close(r.done)
 		drained := make(chan struct{})
 		go func() { copies.Wait(); close(drained) }()
@@ -246,8 +256,28 @@ func (r *groupRunner) Wait(context.Context) error {
 	return r.waitErr
 }
 
-// Kill kills the plugin's whole process group.
-func (r *groupRunner) Kill(context.Context) error { return r.killGroup() }
+// Kill kills the plugin's whole process group. A plugin under a stage
+// (sandbox.Start) that has closed its output has most likely exited, and
+// its stage is saying how: it is given stageGrace to, so that the
+// plugin's own exit status is not lost to the kill (go-plugin kills a
+// plugin whose output ends before its handshake).
+func (r *groupRunner) Kill(context.Context) error {
+	if r.proc != nil {
+		select {
+		case <-r.outEnded:
+			select {
+			case <-r.done:
+			case <-time.After(stageGrace):
+			}
+		default:
+		}
+	}
+	return r.killGroup()
+}
+
+// stageGrace bounds the wait for a plugin's stage to report the exit of
+// a plugin that closed its output, before it is killed.
+const stageGrace = 100 * time.Millisecond
 
 func (r *groupRunner) killGroup() error { return r.signalGroup(syscall.SIGKILL) }
 
@@ -306,4 +336,25 @@ func (r *groupRunner) PluginToHost(network, addr string) (string, string, error)
 
 func (r *groupRunner) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
+}
+
+// waitError is what exec.Cmd's Wait says of a process that ended with
+// ws: nil for a successful exit, else an error worded as exec.ExitError
+// words it ("exit status 2", "signal: killed").
+func waitError(ws syscall.WaitStatus) error {
+	var msg string
+	switch {
+	case ws.Exited() && ws.ExitStatus() == 0:
+		return nil
+	case ws.Exited():
+		msg = "exit status " + strconv.Itoa(ws.ExitStatus())
+	case ws.Signaled():
+		msg = "signal: " + ws.Signal().String()
+	default:
+		msg = fmt.Sprintf("wait status %#x", uint32(ws))
+	}
+	if ws.CoreDump() {
+		msg += " (core dumped)"
+	}
+	return errors.New(msg)
 }

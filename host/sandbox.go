@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -59,19 +60,23 @@ func ParseSandboxMode(s string) (SandboxMode, error) {
 // gets is granted here, whether it asked or not: the declaration tells
 // the user what to grant, the grant decides.
 type Grant struct {
-	// Read, Write, Network, Exec and SessionFile are granted as they are
-	// declared (see sdk.Permissions); Roots is not used.
+	// Read, Write, Network, Exec, SessionFile and UnixSockets are granted
+	// as they are declared (see sdk.Permissions); Roots is not used.
 	sdk.Permissions
 	// Asked grants everything the plugin declares.
 	Asked bool
+	// Limits raise the limits of the plugin's processes above
+	// DefaultLimits; a zero field changes nothing.
+	Limits Limits
 }
 
 // ParseGrant reads a grant as the command line writes it:
 // "PLUGIN=ITEM[,ITEM...]", where PLUGIN is the plugin's binary name with
 // or without "agenthost-plugin-", and an ITEM is network, exec, session,
-// asked (everything the plugin declares), read:PATH or write:PATH. A
-// relative PATH is made absolute; "~/" and "$TMPDIR" are kept for the
-// host to expand.
+// unix-sockets, asked (everything the plugin declares), read:PATH,
+// write:PATH, or a limit: memory:SIZE, processes:N, file-size:SIZE (see
+// ParseSize). A relative PATH is made absolute; "~/" and "$TMPDIR" are
+// kept for the host to expand.
 func ParseGrant(spec string) (plugin string, g Grant, err error) {
 	plugin, items, ok := strings.Cut(spec, "=")
 	plugin = strings.TrimPrefix(strings.TrimSpace(plugin), PluginPrefix)
@@ -87,8 +92,29 @@ func ParseGrant(spec string) (plugin string, g Grant, err error) {
 			g.Exec = true
 		case kind == "session" && !hasPath:
 			g.SessionFile = true
+		case kind == "unix-sockets" && !hasPath:
+			g.UnixSockets = true
 		case kind == "asked" && !hasPath:
 			g.Asked = true
+		case (kind == "memory" || kind == "file-size") && hasPath:
+			v, err := ParseSize(path)
+			if err != nil {
+				return "", g, fmt.Errorf("grant %q: %s: %w", spec, kind, err)
+			}
+			if kind == "memory" {
+				g.Limits.Memory = v
+			} else {
+				g.Limits.FileSize = v
+			}
+		case kind == "processes" && hasPath:
+			v, err := strconv.ParseUint(path, 10, 64)
+			if path == "unlimited" {
+				v, err = Unlimited, nil
+			}
+			if err != nil || v == 0 {
+				return "", g, fmt.Errorf("grant %q: processes: %q is not a number of processes, or unlimited", spec, path)
+			}
+			g.Limits.Processes = v
 		case (kind == "read" || kind == "write") && hasPath && path != "":
 			if !strings.HasPrefix(path, "~/") && !strings.HasPrefix(path, "$TMPDIR") {
 				if path, err = filepath.Abs(path); err != nil {
@@ -101,7 +127,7 @@ func ParseGrant(spec string) (plugin string, g Grant, err error) {
 				g.Write = append(g.Write, path)
 			}
 		default:
-			return "", g, fmt.Errorf("grant %q: unknown item %q (want network, exec, session, asked, read:PATH or write:PATH)", spec, item)
+			return "", g, fmt.Errorf("grant %q: unknown item %q (want network, exec, session, unix-sockets, asked, read:PATH, write:PATH, memory:SIZE, processes:N or file-size:SIZE)", spec, item)
 		}
 	}
 	if err := (sdk.Permissions{Read: g.Read, Write: g.Write}).Validate(); err != nil {
@@ -119,8 +145,10 @@ func MergeGrants(a, b Grant) Grant {
 			Network:     a.Network || b.Network,
 			Exec:        a.Exec || b.Exec,
 			SessionFile: a.SessionFile || b.SessionFile,
+			UnixSockets: a.UnixSockets || b.UnixSockets,
 		},
-		Asked: a.Asked || b.Asked,
+		Asked:  a.Asked || b.Asked,
+		Limits: a.Limits.raise(b.Limits),
 	}
 }
 
@@ -136,6 +164,11 @@ type SandboxReport struct {
 	// all.
 	Enforced    bool
 	NotEnforced []string
+	// Walls are the walls of its processes that the kernel puts up:
+	// "Landlock ABI 7", "seccomp", namespaces; the limits among them.
+	Walls []string
+	// Limits are the limits of its processes.
+	Limits Limits
 	// Mode is the host's sandbox mode.
 	Mode SandboxMode
 }
@@ -170,6 +203,9 @@ type sandboxConfig struct {
 	logger      hclog.Logger
 	warnOnce    sync.Once
 	runDirOnce  func() string
+	// launchers is where MCP servers' launchers keep what they fetch
+	// (launcherRoot).
+	launchers string
 }
 
 // runDir is where go-plugin makes each launch's socket directory: a
@@ -229,12 +265,14 @@ func (c *sandboxConfig) granted(path string, asked sdk.Permissions, extra Grant)
 		out.Network = asked.Network
 		out.Exec = asked.Exec
 		out.SessionFile = asked.SessionFile
+		out.UnixSockets = asked.UnixSockets
 	}
 	out.Read = append(out.Read, g.Read...)
 	out.Write = append(out.Write, g.Write...)
 	out.Network = out.Network || g.Network
 	out.Exec = out.Exec || g.Exec
 	out.SessionFile = out.SessionFile || g.SessionFile
+	out.UnixSockets = out.UnixSockets || g.UnixSockets
 	out.Read = compactPaths(out.Read)
 	out.Write = compactPaths(out.Write)
 	return out
@@ -266,17 +304,8 @@ func scriptGrant(path string) Grant {
 		return Grant{}
 	}
 	dir := packageDir(real)
-	home, _ := os.UserHomeDir()
-	for _, p := range []string{home, os.TempDir()} {
-		if p == "" {
-			continue
-		}
-		if resolved, err := filepath.EvalSymlinks(p); err == nil {
-			p = resolved
-		}
-		if within(p, dir) {
-			return Grant{}
-		}
+	if holdsHomeOrTemp(dir) {
+		return Grant{}
 	}
 	return Grant{Permissions: sdk.Permissions{Read: []string{dir}}}
 }
@@ -299,7 +328,7 @@ func compactPaths(paths []string) []string {
 
 // report says how the plugin at path is confined.
 func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) SandboxReport {
-	rep := SandboxReport{Asked: asked, Granted: c.granted(path, asked, extra), Mode: c.mode}
+	rep := SandboxReport{Asked: asked, Granted: c.granted(path, asked, extra), Mode: c.mode, Limits: c.limits(path, extra)}
 	if c.mode == SandboxOff {
 		return rep
 	}
@@ -310,7 +339,30 @@ func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) 
 		return rep
 	}
 	rep.NotEnforced = support.Missing()
+	rep.Walls = []string{support.String()}
+	if err := sandbox.SeccompSupport(); err != nil {
+		rep.NotEnforced = append(rep.NotEnforced, "a system call filter (seccomp): "+err.Error())
+	} else {
+		rep.Walls = append(rep.Walls, "seccomp")
+	}
+	if err := sandbox.NamespaceSupport(); err != nil {
+		rep.NotEnforced = append(rep.NotEnforced, "namespaces of its own ("+err.Error()+"); a child subreaper ends what it leaves behind instead")
+	} else if rep.Granted.Network {
+		rep.Walls = append(rep.Walls, "its own user, PID and mount namespaces")
+	} else {
+		rep.Walls = append(rep.Walls, "its own user, PID, mount and network namespaces")
+	}
+	rep.Walls = append(rep.Walls, "limits: "+rep.Limits.String())
+	if os.Geteuid() == 0 && rep.Limits.Processes != Unlimited && !sandbox.PidsGroupsAvailable() {
+		rep.NotEnforced = append(rep.NotEnforced, "the process limit: the kernel counts no process of root's, and no cgroup v1 pids controller is writable")
+	}
 	return rep
+}
+
+// limits are the limits of the plugin at path's processes: the defaults,
+// raised by the user's grants to it and by extra (an MCP server's).
+func (c *sandboxConfig) limits(path string, extra Grant) Limits {
+	return c.grant(path).Limits.raise(extra.Limits).or(DefaultLimits)
 }
 
 // errSandboxRequired is a launch refused under SandboxRequire.
@@ -343,9 +395,10 @@ func (c *sandboxConfig) warnUnenforced() {
 }
 
 // policy is the sandbox of one launch of the plugin binary bin, given its
-// permissions; nil when the plugin runs unconfined (mode off, or no
-// Landlock under auto).
-func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions) (*sandbox.Policy, error) {
+// permissions and limits; nil when the plugin runs unconfined (mode off,
+// or no Landlock under auto). It runs in namespaces of its own when the
+// kernel allows them.
+func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits Limits) (*sandbox.Policy, error) {
 	if c == nil || c.mode == SandboxOff {
 		return nil, nil
 	}
@@ -357,7 +410,7 @@ func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions) (*sandb
 	if !support.Enforced() {
 		return nil, nil
 	}
-	p := &sandbox.Policy{Network: perms.Network}
+	p := &sandbox.Policy{Network: perms.Network, UnixSockets: perms.UnixSockets, Isolate: true, Limits: limits.sandbox()}
 	p.Rules = append(p.Rules, sandbox.System(perms.Exec)...)
 	p.Rules = append(p.Rules, sandbox.Rule{Path: bin.path, File: bin.file, Access: sandbox.Read | sandbox.Execute})
 	p.Allow(sandbox.Read|sandbox.Execute, sandbox.Interpreters(bin.file, os.Getenv("PATH"))...)
@@ -406,11 +459,13 @@ const SandboxEnv = sandbox.Env
 // sandboxEnvValue is SandboxEnv set to perms, paths expanded, as JSON.
 func sandboxEnvValue(perms sdk.Permissions) string {
 	data, _ := json.Marshal(sandbox.Granted{
-		Roots:   perms.Roots.String(),
-		Read:    expandPaths(perms.Read),
-		Write:   expandPaths(perms.Write),
-		Network: perms.Network,
-		Exec:    perms.Exec,
+		Roots:          perms.Roots.String(),
+		Read:           expandPaths(perms.Read),
+		Write:          expandPaths(perms.Write),
+		Network:        perms.Network,
+		Exec:           perms.Exec,
+		UnixSockets:    perms.UnixSockets,
+		PrivateNetwork: !perms.Network && sandbox.NamespaceSupport() == nil,
 	})
 	return SandboxEnv + "=" + string(data)
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
@@ -33,7 +34,11 @@ import (
 const (
 	allowed      = "ok"
 	denied       = "permission denied"       // EACCES: a path, a TCP port
-	notPermitted = "operation not permitted" // EPERM: a Landlock scope (signals, abstract sockets)
+	notPermitted = "operation not permitted" // EPERM: the system call filter, a Landlock scope
+	refused      = "connection refused"      // in a network of its own, nothing listens
+	noProcess    = "no such process"         // in a PID namespace of its own, the host is not there
+	noFile       = "no such file or directory"
+	noMemory     = "cannot allocate memory"
 )
 
 // sandboxDeclared is what the sandboxplugin declares it needs.
@@ -56,6 +61,11 @@ const (
 	signalHost   = "send SIGWINCH to the host"
 	connectUnix  = "connect to an abstract unix socket"
 	readEnviron  = "read the host's /proc/PID/environ"
+	readCmdline  = "read the host's /proc/PID/cmdline"
+	readShadow   = "read /etc/shadow"
+	unixSocket   = "connect to a unix socket file outside the roots"
+	sendUDP      = "send a UDP datagram to the host's listener"
+	allocate     = "map 5 GiB of memory"
 	rootWork     = "read and write in the root"
 )
 
@@ -120,11 +130,15 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// target is a TCP listener and an abstract unix socket of the test's
-// own, which count the connections they accept.
+// target is a TCP listener, an abstract unix socket and a unix socket
+// file of the test's own (standing for a container engine's, in a
+// directory of mode 0700 outside the roots), which count the
+// connections they accept, and a UDP socket.
 type target struct {
-	tcp, abstract *countingListener
-	port, name    string
+	tcp, abstract, file *countingListener
+	port, name, path    string
+	udp                 net.PacketConn
+	udpPort             string
 }
 
 type countingListener struct {
@@ -138,7 +152,29 @@ func newTarget(t *testing.T) *target {
 	tg.tcp = countAccepts(t, "tcp", "127.0.0.1:0")
 	tg.abstract = countAccepts(t, "unix", "@"+tg.name)
 	tg.port = strconv.Itoa(tg.tcp.Addr().(*net.TCPAddr).Port)
+	// A short path: a unix socket's holds at most 107 bytes.
+	dir, err := os.MkdirTemp("/tmp", "engine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tg.path = filepath.Join(dir, "engine.sock")
+	tg.file = countAccepts(t, "unix", tg.path)
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udp.Close() })
+	tg.udp, tg.udpPort = udp, strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port)
 	return tg
+}
+
+// datagrams reports whether the target's UDP socket got a datagram
+// within a moment.
+func (tg *target) datagrams() bool {
+	tg.udp.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, _, err := tg.udp.ReadFrom(make([]byte, 64))
+	return err == nil
 }
 
 func countAccepts(t *testing.T, network, addr string) *countingListener {
@@ -179,12 +215,19 @@ func (w *sandboxWorld) attacks(tg *target, scenario string) []attack {
 		{readDeclared, "read", filepath.Join(w.home, "declared", "secret"), denied},
 		{writeHome, "write_home", "pwned-" + scenario, denied},
 		{readSymlink, "read", filepath.Join(w.root, "link"), denied},
-		{connectTCP, "connect", tg.port, denied},
-		{bindTCP, "bind", "", denied},
+		// In a network of its own, nothing of the host's listens, and
+		// its own ports are its to bind.
+		{connectTCP, "connect", tg.port, refused},
+		{bindTCP, "bind", "", allowed},
 		{execShell, "exec", "/bin/sh", denied},
-		{signalHost, "signal", host, notPermitted},
+		{signalHost, "signal", host, noProcess},
 		{connectUnix, "abstract", tg.name, notPermitted},
-		{readEnviron, "read", "/proc/" + host + "/environ", denied},
+		{readEnviron, "read", "/proc/" + host + "/environ", noFile},
+		{readCmdline, "read", "/proc/" + host + "/cmdline", noFile},
+		{readShadow, "read", "/etc/shadow", denied},
+		{unixSocket, "unix", tg.path, notPermitted},
+		{sendUDP, "udp", tg.udpPort, allowed}, // into a network of its own
+		{allocate, "alloc", strconv.Itoa(5 << 30), noMemory},
 		{rootWork, "rw", filepath.Join(w.root, "work-"+scenario), allowed},
 	}
 }
@@ -196,9 +239,12 @@ type sandboxScenario struct {
 	// granted is what the plugin's report must say it got.
 	granted sdk.Permissions
 	// allowed are the attacks that succeed besides rootWork; all: every
-	// one.
+	// one; answers, what others answer otherwise.
 	allowed []string
+	answers map[string]string
 	all     bool
+	// udpOut: the datagram reaches the test's UDP socket.
+	udpOut bool
 }
 
 // TestSandboxConfinesAThirdParty runs every attack of the sandboxplugin,
@@ -221,7 +267,22 @@ func TestSandboxConfinesAThirdParty(t *testing.T) {
 		"network": {
 			grant:   "sandbox=network",
 			granted: with(func(p *sdk.Permissions) { p.Network = true }),
-			allowed: []string{connectTCP}, // and still no bind
+			allowed: []string{connectTCP},
+			// In the host's network: no port bound, and datagrams leave.
+			answers: map[string]string{bindTCP: denied},
+			udpOut:  true,
+		},
+		"unix sockets": {
+			grant:   "sandbox=unix-sockets",
+			granted: with(func(p *sdk.Permissions) { p.UnixSockets = true }),
+			allowed: []string{unixSocket},
+			// Made, but Landlock's scope keeps it from the host's.
+			answers: map[string]string{connectUnix: refused},
+		},
+		"memory": {
+			grant:   "sandbox=memory:8GiB",
+			granted: rw,
+			allowed: []string{allocate},
 		},
 		"exec": {
 			grant:   "sandbox=exec",
@@ -244,6 +305,8 @@ func TestSandboxConfinesAThirdParty(t *testing.T) {
 			grant:   "sandbox=asked",
 			granted: sandboxDeclared,
 			allowed: []string{readDeclared, connectTCP, execShell},
+			answers: map[string]string{bindTCP: denied},
+			udpOut:  true,
 		},
 	}
 	t.Run("confined", func(t *testing.T) {
@@ -263,7 +326,9 @@ func TestSandboxConfinesAThirdParty(t *testing.T) {
 	}
 	// Last, alone: the one scenario in which the host is signalled.
 	t.Run("off", func(t *testing.T) {
-		runSandboxScenario(t, w, "off", sandboxScenario{mode: host.SandboxOff, granted: rw, all: true})
+		runSandboxScenario(t, w, "off", sandboxScenario{mode: host.SandboxOff, granted: rw, all: true, udpOut: true,
+			// Root reads /etc/shadow; another user may not.
+			answers: map[string]string{readShadow: map[bool]string{true: allowed, false: denied}[os.Geteuid() == 0]}})
 		eventually(t, "the host received the plugin's SIGWINCH", func() bool { return w.winches.Load() > 0 })
 	})
 }
@@ -308,6 +373,12 @@ func runSandboxScenario(t *testing.T, w *sandboxWorld, name string, sc sandboxSc
 		}
 		want[a] = allowed
 	}
+	for a, answer := range sc.answers {
+		if _, ok := want[a]; !ok {
+			t.Fatalf("no attack %q", a)
+		}
+		want[a] = answer
+	}
 	for _, a := range attacks {
 		args, _ := json.Marshal(map[string]string{"kind": a.kind, "arg": a.arg})
 		if got := call(t, reg, "attack", string(args)); got != want[a.name] {
@@ -324,12 +395,15 @@ func runSandboxScenario(t *testing.T, w *sandboxWorld, name string, sc sandboxSc
 		what   string
 		l      *countingListener
 		attack string
-	}{{"the TCP listener", tg.tcp, connectTCP}, {"the abstract unix socket", tg.abstract, connectUnix}} {
+	}{{"the TCP listener", tg.tcp, connectTCP}, {"the abstract unix socket", tg.abstract, connectUnix}, {"the unix socket file", tg.file, unixSocket}} {
 		if want[l.attack] == allowed {
 			eventually(t, l.what+" accepted the plugin's connection", func() bool { return l.l.accepted.Load() == 1 })
 		} else if n := l.l.accepted.Load(); n != 0 {
 			t.Errorf("%s accepted %d connections", l.what, n)
 		}
+	}
+	if got := tg.datagrams(); got != sc.udpOut {
+		t.Errorf("the test's UDP socket got the plugin's datagram: %v, want %v", got, sc.udpOut)
 	}
 }
 
@@ -367,13 +441,18 @@ func testBuiltinSandboxes(t *testing.T, w *sandboxWorld) {
 		stdout  string // when it succeeds
 		stderr  string // when it fails
 	}{
-		"read in the root":      {command: "cat " + filepath.Join(w.root, "file"), stdout: "inside\n"},
-		"write in the root":     {command: "echo made > " + filepath.Join(w.root, "by-bash") + " && cat " + filepath.Join(w.root, "by-bash"), stdout: "made\n"},
-		"write in its TMPDIR":   {command: `echo made > "$TMPDIR/by-bash" && cat "$TMPDIR/by-bash"`, stdout: "made\n"},
-		"read outside":          {command: "cat " + filepath.Join(w.outside, "secret"), stderr: "Permission denied"},
-		"read through symlink":  {command: "cat " + filepath.Join(w.root, "link"), stderr: "Permission denied"},
-		"write outside":         {command: "echo x > " + outsideNew, stderr: "Permission denied"},
-		"connect to a TCP port": {command: "echo > /dev/tcp/127.0.0.1/" + tg.port, stderr: "connect: Permission denied"},
+		"read in the root":     {command: "cat " + filepath.Join(w.root, "file"), stdout: "inside\n"},
+		"write in the root":    {command: "echo made > " + filepath.Join(w.root, "by-bash") + " && cat " + filepath.Join(w.root, "by-bash"), stdout: "made\n"},
+		"write in its TMPDIR":  {command: `echo made > "$TMPDIR/by-bash" && cat "$TMPDIR/by-bash"`, stdout: "made\n"},
+		"read outside":         {command: "cat " + filepath.Join(w.outside, "secret"), stderr: "Permission denied"},
+		"read through symlink": {command: "cat " + filepath.Join(w.root, "link"), stderr: "Permission denied"},
+		"write outside":        {command: "echo x > " + outsideNew, stderr: "Permission denied"},
+		// The command runs in the bash plugin's network: nothing of the
+		// host's listens there.
+		"connect to a TCP port": {command: "echo > /dev/tcp/127.0.0.1/" + tg.port, stderr: "connect: Connection refused"},
+		"a unix socket file":    {command: "/usr/bin/python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' " + tg.path, stderr: "PermissionError: [Errno 1] Operation not permitted"},
+		"the host's processes":  {command: "cat /proc/" + strconv.Itoa(os.Getpid()) + "/cmdline", stderr: "No such file or directory"},
+		"/etc/shadow":           {command: "cat /etc/shadow", stderr: "Permission denied"},
 	} {
 		var out struct {
 			Stdout   string `json:"stdout"`
@@ -394,8 +473,8 @@ func testBuiltinSandboxes(t *testing.T, w *sandboxWorld) {
 	if _, err := os.Stat(outsideNew); err == nil {
 		t.Error("run_bash wrote outside the roots")
 	}
-	if n := tg.tcp.accepted.Load(); n != 0 {
-		t.Errorf("run_bash reached the test's TCP listener %d times", n)
+	if n := tg.tcp.accepted.Load() + tg.file.accepted.Load(); n != 0 {
+		t.Errorf("run_bash reached the test's listeners %d times", n)
 	}
 }
 

@@ -42,6 +42,10 @@ type Permissions struct {
 	// (State.SessionContextFilePath). The file is replaced atomically, so
 	// the grant covers the directory that holds it.
 	SessionFile bool
+	// UnixSockets: the plugin makes unix sockets, to connect to a socket
+	// file (a container engine's, a database's) or to listen on one.
+	// Without it the host's sandbox lets it make socket pairs only.
+	UnixSockets bool
 }
 
 // RootAccess is what a plugin does in the host's workspace roots.
@@ -108,6 +112,9 @@ func (p Permissions) String() string {
 	}
 	if p.SessionFile {
 		items = append(items, "session file")
+	}
+	if p.UnixSockets {
+		items = append(items, "unix sockets")
 	}
 	if len(items) == 0 {
 		return "nothing beyond the defaults"
@@ -184,6 +191,7 @@ func PermissionsFromProto(p *toolv1.Permissions) Permissions {
 		Network:     p.GetNetwork(),
 		Exec:        p.GetExec(),
 		SessionFile: p.GetSessionFile(),
+		UnixSockets: p.GetUnixSockets(),
 	}
 }
 
@@ -197,6 +205,7 @@ func (p Permissions) Proto() *toolv1.Permissions {
 		Network:     p.Network,
 		Exec:        p.Exec,
 		SessionFile: p.SessionFile,
+		UnixSockets: p.UnixSockets,
 	}
 }
 

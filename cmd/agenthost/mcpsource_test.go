@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -378,9 +377,12 @@ func TestMCPSourceWarmCache(t *testing.T) {
 	if pids := serverPIDs(t, mark); len(pids) != 0 || startCount() != 1 {
 		t.Errorf("the gateway started the server before a call: %v", pids)
 	}
-	pid := text(t, call(t, cs, "pid", nil))
-	if pids := serverPIDs(t, mark); len(pids) != 1 || strconv.Itoa(pids[0]) != pid || startCount() != 2 {
-		t.Errorf("after a call: the server's pid is %s, the marked processes %v, %d starts", pid, pids, startCount())
+	pid, err := plugintest.HostPID(text(t, call(t, cs, "pid", nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pids := serverPIDs(t, mark); len(pids) != 1 || pids[0] != pid || startCount() != 2 {
+		t.Errorf("after a call: the server's pid is %d, the marked processes %v, %d starts", pid, pids, startCount())
 	}
 }
 

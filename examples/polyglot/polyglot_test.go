@@ -476,12 +476,18 @@ func checkLanguage(t *testing.T, reg *host.ToolRegistry, lang language, s *setup
 				t.Errorf("the plugin is given a socket directory, %s", v)
 			}
 		}
+		// The process the host started, and reaps: the plugin's, or its
+		// sandbox's first (its parent).
+		started := old
+		if ppid, ok := sandbox.Parent(old); ok && ppid != os.Getpid() {
+			started = ppid
+		}
 		if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		// go-plugin logs the exit once the host has reaped the process:
 		// from then on the next call starts a new one.
-		exited := fmt.Sprintf("plugin process exited: plugin=%s id=%d", filepath.Join(s.plugins, lang.entry), old)
+		exited := fmt.Sprintf("plugin process exited: plugin=%s id=%d", filepath.Join(s.plugins, lang.entry), started)
 		plugintest.Eventually(t, "the host sees "+lang.entry+" exit", func() bool {
 			l := logs.String()
 			return strings.Contains(l, exited+" ") || strings.Contains(l, exited+"\n")

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\ntool.proto\x12\x11\x61genthost.tool.v1\"_\n\x0cHostQuestion\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x37\n\tget_state\x18\x02 \x01(\x0b\x32\".agenthost.tool.v1.GetStateRequestH\x00\x42\n\n\x08question\"\x87\x01\n\nHostAnswer\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x34\n\x05state\x18\x02 \x01(\x0b\x32#.agenthost.tool.v1.GetStateResponseH\x00\x12-\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1c.agenthost.tool.v1.HostErrorH\x00\x42\x08\n\x06\x61nswer\"*\n\tHostError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\")\n\x0f\x44\x65scribeRequest\x12\x16\n\x0eprotocol_minor\x18\x01 \x01(\r\"\xb8\x01\n\x10\x44\x65scribeResponse\x12\x13\n\x0bplugin_name\x18\x01 \x01(\t\x12\x16\n\x0eplugin_version\x18\x02 \x01(\t\x12\x16\n\x0eprotocol_minor\x18\x03 \x01(\r\x12*\n\x05tools\x18\x04 \x03(\x0b\x32\x1b.agenthost.tool.v1.ToolSpec\x12\x33\n\x0bpermissions\x18\x05 \x01(\x0b\x32\x1e.agenthost.tool.v1.Permissions\"\xfc\x01\n\x0bPermissions\x12\x38\n\x05roots\x18\x01 \x01(\x0e\x32).agenthost.tool.v1.Permissions.RootAccess\x12\x12\n\nread_paths\x18\x02 \x03(\t\x12\x13\n\x0bwrite_paths\x18\x03 \x03(\t\x12\x0f\n\x07network\x18\x04 \x01(\x08\x12\x0c\n\x04\x65xec\x18\x05 \x01(\x08\x12\x14\n\x0csession_file\x18\x06 \x01(\x08\"U\n\nRootAccess\x12\x11\n\rROOTS_DEFAULT\x10\x00\x12\x0e\n\nROOTS_NONE\x10\x01\x12\x0e\n\nROOTS_READ\x10\x02\x12\x14\n\x10ROOTS_READ_WRITE\x10\x03\"\xe1\x01\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11parameters_schema\x18\x03 \x01(\x0c\x12\x33\n\x0b\x61nnotations\x18\x04 \x01(\x0b\x32\x1e.agenthost.tool.v1.Annotations\x12\x0e\n\x06opt_in\x18\x05 \x01(\x08\x12\x12\n\ntimeout_ms\x18\x06 \x01(\r\x12\x18\n\x10\x63hecks_arguments\x18\x07 \x01(\x08\x12\r\n\x05title\x18\x08 \x01(\t\x12\x15\n\routput_schema\x18\t \x01(\x0c\"]\n\x0b\x41nnotations\x12\x11\n\tread_only\x18\x01 \x01(\x08\x12\x13\n\x0b\x64\x65structive\x18\x02 \x01(\x08\x12\x12\n\nidempotent\x18\x03 \x01(\x08\x12\x12\n\nopen_world\x18\x04 \x01(\x08\"\x8d\x01\n\x0e\x45xecuteRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x17\n\x0fhost_service_id\x18\x03 \x01(\r\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\x04\x12\x17\n\x0fworkspace_roots\x18\x05 \x03(\t\x12\x17\n\x0fwant_structured\x18\x06 \x01(\x08\"K\n\x0f\x45xecuteResponse\x12\x0e\n\x06result\x18\x01 \x01(\t\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x19\n\x11structured_result\x18\x03 \x01(\x0c\"\"\n\x0fGetStateRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\"e\n\x10GetStateResponse\x12\x15\n\rsystem_prompt\x18\x01 \x01(\t\x12\x17\n\x0fsession_context\x18\x02 \x01(\t\x12!\n\x19session_context_file_path\x18\x03 \x01(\t2\xff\x01\n\nToolPlugin\x12S\n\x08\x44\x65scribe\x12\".agenthost.tool.v1.DescribeRequest\x1a#.agenthost.tool.v1.DescribeResponse\x12P\n\x07\x45xecute\x12!.agenthost.tool.v1.ExecuteRequest\x1a\".agenthost.tool.v1.ExecuteResponse\x12J\n\x04Host\x12\x1d.agenthost.tool.v1.HostAnswer\x1a\x1f.agenthost.tool.v1.HostQuestion(\x01\x30\x01\x42+Z)github.com/agenthost/agenthost/sdk/toolv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\ntool.proto\x12\x11\x61genthost.tool.v1\"_\n\x0cHostQuestion\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x37\n\tget_state\x18\x02 \x01(\x0b\x32\".agenthost.tool.v1.GetStateRequestH\x00\x42\n\n\x08question\"\x87\x01\n\nHostAnswer\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x34\n\x05state\x18\x02 \x01(\x0b\x32#.agenthost.tool.v1.GetStateResponseH\x00\x12-\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1c.agenthost.tool.v1.HostErrorH\x00\x42\x08\n\x06\x61nswer\"*\n\tHostError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\")\n\x0f\x44\x65scribeRequest\x12\x16\n\x0eprotocol_minor\x18\x01 \x01(\r\"\xb8\x01\n\x10\x44\x65scribeResponse\x12\x13\n\x0bplugin_name\x18\x01 \x01(\t\x12\x16\n\x0eplugin_version\x18\x02 \x01(\t\x12\x16\n\x0eprotocol_minor\x18\x03 \x01(\r\x12*\n\x05tools\x18\x04 \x03(\x0b\x32\x1b.agenthost.tool.v1.ToolSpec\x12\x33\n\x0bpermissions\x18\x05 \x01(\x0b\x32\x1e.agenthost.tool.v1.Permissions\"\x92\x02\n\x0bPermissions\x12\x38\n\x05roots\x18\x01 \x01(\x0e\x32).agenthost.tool.v1.Permissions.RootAccess\x12\x12\n\nread_paths\x18\x02 \x03(\t\x12\x13\n\x0bwrite_paths\x18\x03 \x03(\t\x12\x0f\n\x07network\x18\x04 \x01(\x08\x12\x0c\n\x04\x65xec\x18\x05 \x01(\x08\x12\x14\n\x0csession_file\x18\x06 \x01(\x08\x12\x14\n\x0cunix_sockets\x18\x07 \x01(\x08\"U\n\nRootAccess\x12\x11\n\rROOTS_DEFAULT\x10\x00\x12\x0e\n\nROOTS_NONE\x10\x01\x12\x0e\n\nROOTS_READ\x10\x02\x12\x14\n\x10ROOTS_READ_WRITE\x10\x03\"\xe1\x01\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11parameters_schema\x18\x03 \x01(\x0c\x12\x33\n\x0b\x61nnotations\x18\x04 \x01(\x0b\x32\x1e.agenthost.tool.v1.Annotations\x12\x0e\n\x06opt_in\x18\x05 \x01(\x08\x12\x12\n\ntimeout_ms\x18\x06 \x01(\r\x12\x18\n\x10\x63hecks_arguments\x18\x07 \x01(\x08\x12\r\n\x05title\x18\x08 \x01(\t\x12\x15\n\routput_schema\x18\t \x01(\x0c\"]\n\x0b\x41nnotations\x12\x11\n\tread_only\x18\x01 \x01(\x08\x12\x13\n\x0b\x64\x65structive\x18\x02 \x01(\x08\x12\x12\n\nidempotent\x18\x03 \x01(\x08\x12\x12\n\nopen_world\x18\x04 \x01(\x08\"\x8d\x01\n\x0e\x45xecuteRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x17\n\x0fhost_service_id\x18\x03 \x01(\r\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\x04\x12\x17\n\x0fworkspace_roots\x18\x05 \x03(\t\x12\x17\n\x0fwant_structured\x18\x06 \x01(\x08\"K\n\x0f\x45xecuteResponse\x12\x0e\n\x06result\x18\x01 \x01(\t\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x19\n\x11structured_result\x18\x03 \x01(\x0c\"\"\n\x0fGetStateRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\"e\n\x10GetStateResponse\x12\x15\n\rsystem_prompt\x18\x01 \x01(\t\x12\x17\n\x0fsession_context\x18\x02 \x01(\t\x12!\n\x19session_context_file_path\x18\x03 \x01(\t2\xff\x01\n\nToolPlugin\x12S\n\x08\x44\x65scribe\x12\".agenthost.tool.v1.DescribeRequest\x1a#.agenthost.tool.v1.DescribeResponse\x12P\n\x07\x45xecute\x12!.agenthost.tool.v1.ExecuteRequest\x1a\".agenthost.tool.v1.ExecuteResponse\x12J\n\x04Host\x12\x1d.agenthost.tool.v1.HostAnswer\x1a\x1f.agenthost.tool.v1.HostQuestion(\x01\x30\x01\x42+Z)github.com/agenthost/agenthost/sdk/toolv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tool_pb2', globals())
@@ -32,21 +32,21 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DESCRIBERESPONSE._serialized_start=356
   _DESCRIBERESPONSE._serialized_end=540
   _PERMISSIONS._serialized_start=543
-  _PERMISSIONS._serialized_end=795
-  _PERMISSIONS_ROOTACCESS._serialized_start=710
-  _PERMISSIONS_ROOTACCESS._serialized_end=795
-  _TOOLSPEC._serialized_start=798
-  _TOOLSPEC._serialized_end=1023
-  _ANNOTATIONS._serialized_start=1025
-  _ANNOTATIONS._serialized_end=1118
-  _EXECUTEREQUEST._serialized_start=1121
-  _EXECUTEREQUEST._serialized_end=1262
-  _EXECUTERESPONSE._serialized_start=1264
-  _EXECUTERESPONSE._serialized_end=1339
-  _GETSTATEREQUEST._serialized_start=1341
-  _GETSTATEREQUEST._serialized_end=1375
-  _GETSTATERESPONSE._serialized_start=1377
-  _GETSTATERESPONSE._serialized_end=1478
-  _TOOLPLUGIN._serialized_start=1481
-  _TOOLPLUGIN._serialized_end=1736
+  _PERMISSIONS._serialized_end=817
+  _PERMISSIONS_ROOTACCESS._serialized_start=732
+  _PERMISSIONS_ROOTACCESS._serialized_end=817
+  _TOOLSPEC._serialized_start=820
+  _TOOLSPEC._serialized_end=1045
+  _ANNOTATIONS._serialized_start=1047
+  _ANNOTATIONS._serialized_end=1140
+  _EXECUTEREQUEST._serialized_start=1143
+  _EXECUTEREQUEST._serialized_end=1284
+  _EXECUTERESPONSE._serialized_start=1286
+  _EXECUTERESPONSE._serialized_end=1361
+  _GETSTATEREQUEST._serialized_start=1363
+  _GETSTATEREQUEST._serialized_end=1397
+  _GETSTATERESPONSE._serialized_start=1399
+  _GETSTATERESPONSE._serialized_end=1500
+  _TOOLPLUGIN._serialized_start=1503
+  _TOOLPLUGIN._serialized_end=1758
 # @@protoc_insertion_point(module_scope)

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Access is what a rule allows on a path.
@@ -48,6 +49,8 @@ const (
 	// the parent of a directory the process may remove once it is done
 	// with it.
 	RemoveDir
+	// List allows listing directories, and reading no file.
+	List
 )
 
 func (a Access) String() string {
@@ -63,6 +66,9 @@ func (a Access) String() string {
 	}
 	if a&RemoveDir != 0 {
 		parts = append(parts, "remove-dir")
+	}
+	if a&List != 0 {
+		parts = append(parts, "list")
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -85,9 +91,52 @@ type Policy struct {
 	// Rules are the paths the process may use; every other path is
 	// denied.
 	Rules []Rule
-	// Network allows outbound TCP connections (to any port). Binding a
-	// TCP port is never allowed.
+	// Network allows outbound TCP connections (to any port) and UDP.
+	// Binding a TCP port is never allowed, but in a network namespace of
+	// the process's own (see Isolate, PrivateNetwork).
 	Network bool
+	// UnixSockets allows the process to make unix sockets, which can
+	// connect to any socket file it can name (a container engine's, a
+	// desktop bus, another program's). Without it, the system call
+	// filter lets it make unix socket pairs only (see Filter).
+	UnixSockets bool
+	// Isolate starts the process in namespaces of its own (see Start):
+	// a user namespace, a PID namespace with a /proc of its own, a mount
+	// namespace, and without Network a network namespace of its own.
+	Isolate bool
+	// PrivateNetwork says the process runs in a network namespace that
+	// it shares with no one outside its sandbox (its parent made one, or
+	// Isolate does): TCP and UDP reach only inside it, so neither is
+	// restricted.
+	PrivateNetwork bool
+	// Limits bound what each process of the sandbox may use.
+	Limits Limits
+}
+
+// Limits bound a sandboxed process and what it starts, with resource
+// limits (setrlimit), which every process it starts inherits. Zero is no
+// limit.
+type Limits struct {
+	// Memory bounds the data of each process, in bytes (RLIMIT_DATA: its
+	// heap and private writable mappings; not what it only reserves, as
+	// runtimes with large reservations do, nor shared mappings). An
+	// allocation past it fails.
+	Memory uint64
+	// Processes bounds the processes and threads of the sandbox's user
+	// in its user namespace (RLIMIT_NPROC); a fork past it fails. It is
+	// set only in a user namespace of the sandbox's own: elsewhere it
+	// would count every process of the user, and root's are not
+	// counted.
+	Processes uint64
+	// FileSize bounds the size of a file a process writes, in bytes
+	// (RLIMIT_FSIZE): a write past it fails and sends the process
+	// SIGXFSZ, which ends it unless it handles it.
+	FileSize uint64
+}
+
+// filter is the system call filter of a process in p.
+func (p *Policy) filter() Filter {
+	return Filter{UnixSockets: p.UnixSockets, UDP: p.Network || p.PrivateNetwork}
 }
 
 // Allow adds a rule.
@@ -106,11 +155,15 @@ const Env = "AGENTHOST_SANDBOX"
 // built from, paths expanded. The bash plugin confines each command to
 // the same, minus what is the plugin's own.
 type Granted struct {
-	Roots   string   `json:"roots"`
-	Read    []string `json:"read,omitempty"`
-	Write   []string `json:"write,omitempty"`
-	Network bool     `json:"network,omitempty"`
-	Exec    bool     `json:"exec,omitempty"`
+	Roots       string   `json:"roots"`
+	Read        []string `json:"read,omitempty"`
+	Write       []string `json:"write,omitempty"`
+	Network     bool     `json:"network,omitempty"`
+	Exec        bool     `json:"exec,omitempty"`
+	UnixSockets bool     `json:"unix_sockets,omitempty"`
+	// PrivateNetwork: the plugin runs in a network namespace of its own
+	// (see Policy.PrivateNetwork), which what it starts shares.
+	PrivateNetwork bool `json:"private_network,omitempty"`
 }
 
 // ErrUnsupported is returned by Start when the kernel has no Landlock.
@@ -169,4 +222,49 @@ var features = []struct {
 	{4, "binding and connecting TCP sockets"},
 	{5, "ioctl on devices"},
 	{6, "abstract unix sockets and signals to processes outside the sandbox"},
+}
+
+// Process is a process that Start started in its sandbox.
+type Process struct {
+	release func()
+	// group is the pids cgroup of its sandbox, removed by Release.
+	group string
+	// isolated: it runs in namespaces of its own (Policy.Isolate, and the
+	// kernel let it).
+	isolated bool
+	// read is closed once the stage's reports have been read to their
+	// end (nil when there is no stage); then status holds the program's
+	// wait status, when reported says the stage reported it.
+	read     chan struct{}
+	status   syscall.WaitStatus
+	reported bool
+}
+
+// Release is called once the process has been waited for: the thread
+// that started it, which its parent-death signal is tied to, may end.
+func (p *Process) Release() {
+	if p == nil {
+		return
+	}
+	if p.release != nil {
+		p.release()
+	}
+	removeGroup(p.group)
+}
+
+// Isolated reports whether the process runs in namespaces of its own.
+func (p *Process) Isolated() bool { return p != nil && p.isolated }
+
+// ExitStatus returns how the program itself ended, once the process
+// that Start started has been waited for. When the program runs under
+// the stage (Policy.Isolate), the process waited for is the stage,
+// which reports the program's status before it exits; ok is false when
+// it did not (the stage was killed first), and for a process started
+// without a stage, whose own status is the program's.
+func (p *Process) ExitStatus() (status syscall.WaitStatus, ok bool) {
+	if p == nil || p.read == nil {
+		return 0, false
+	}
+	<-p.read
+	return p.status, p.reported
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -78,14 +77,19 @@ func (a Access) rights() uint64 {
 	if a&RemoveDir != 0 {
 		r |= unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
 	}
+	if a&List != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_READ_DIR
+	}
 	return r
 }
 
 // ruleset builds the kernel's ruleset for p at abi and returns its file
-// descriptor (close-on-exec).
+// descriptor (close-on-exec). In a network namespace of its own
+// (PrivateNetwork) a process may bind and connect TCP ports: they reach
+// nothing outside.
 func (p *Policy) ruleset(abi int) (int, error) {
 	attr := unix.LandlockRulesetAttr{Access_fs: handledFS(abi)}
-	if abi >= 4 {
+	if abi >= 4 && !p.PrivateNetwork {
 		attr.Access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP
 		if !p.Network {
 			attr.Access_net |= unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
@@ -153,37 +157,65 @@ func addRule(ruleset int, r Rule, handled uint64) error {
 }
 
 // Start starts cmd inside p: the process begins, and stays, confined to
-// what p allows, and so does every process it starts. It returns
-// ErrUnsupported, starting nothing, when the kernel has no Landlock; the
-// caller decides whether to run the command unconfined. On a kernel with
-// an older ABI, what that ABI can restrict is (Support.Missing says what
-// is not).
+// what p allows, and so does every process it starts. Its walls:
+//   - Landlock: the paths of p.Rules, TCP as p says (ABI 4), abstract
+//     unix sockets and signals scoped to the sandbox (ABI 6);
+//   - a system call filter (seccomp, see Filter), when the kernel has
+//     one;
+//   - no_new_privs, and no capability: a host running as root gives the
+//     process none, not even those over files;
+//   - with p.Isolate, namespaces of its own and p.Limits, through the
+//     stage (see startStaged).
 //
-// The caller calls release once the process has ended. The kernel sends
-// a parent-death signal (SysProcAttr.Pdeathsig) when the thread that
-// started the process ends, not when the host does; so the restricted
-// thread that started it, when cmd asks for such a signal, waits for
-// release before it ends.
-func Start(cmd *exec.Cmd, p *Policy) (release func(), err error) {
+// It returns ErrUnsupported, starting nothing, when the kernel has no
+// Landlock; the caller decides whether to run the command unconfined.
+// On a kernel with an older ABI, what that ABI can restrict is
+// (Support.Missing says what is not).
+//
+// The caller calls the Process's Release once the process has ended.
+// The kernel sends a parent-death signal (SysProcAttr.Pdeathsig) when
+// the thread that started the process ends, not when the host does; so
+// the thread that started it, when cmd asks for such a signal (the stage
+// always does), waits for Release before it ends.
+func Start(cmd *exec.Cmd, p *Policy) (*Process, error) {
 	s := Probe()
 	if !s.Enforced() {
 		return nil, ErrUnsupported
+	}
+	if p.Isolate {
+		return startStaged(cmd, p)
 	}
 	ruleset, err := p.ruleset(s.ABI)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(ruleset)
+	var filter *Filter
+	if SeccompSupport() == nil {
+		f := p.filter()
+		filter = &f
+	}
+	keep := cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0
+	release, err := onThread(keep, func() error { return startRestricted(cmd, ruleset, filter) })
+	if err != nil {
+		return nil, err
+	}
+	return &Process{release: release}, nil
+}
+
+// onThread runs start on a thread of its own (goLocked), and when start
+// succeeds and keep is set, keeps the thread until the returned release
+// is called.
+func onThread(keep bool, start func() error) (release func(), err error) {
 	done := make(chan error, 1)
 	released := make(chan struct{})
-	keep := cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0
 	goLocked(func() {
 		// The thread is never unlocked: once restricted, it must run
 		// nothing else, and the runtime ends a thread whose goroutine
 		// returns while locked to it. Threads the runtime makes later are
 		// made by its template thread, not by this one, so they start
 		// unrestricted.
-		err := startRestricted(cmd, ruleset)
+		err := start()
 		done <- err
 		if err == nil && keep {
 			<-released
@@ -221,11 +253,12 @@ func goLocked(f func()) {
 	}()
 }
 
-// startRestricted restricts the calling thread to ruleset and starts cmd
-// from it. no_new_privs, which Landlock requires of an unprivileged
-// caller, is set on the thread too, and inherited: a set-user-ID program
-// the command runs gains no privileges.
-func startRestricted(cmd *exec.Cmd, ruleset int) error {
+// startRestricted restricts the calling thread to ruleset and filter
+// (when not nil) and starts cmd from it. no_new_privs, which Landlock
+// and seccomp require of an unprivileged caller, is set on the thread
+// too, and inherited: a set-user-ID program the command runs gains no
+// privileges.
+func startRestricted(cmd *exec.Cmd, ruleset int, filter *Filter) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
 	}
@@ -235,23 +268,22 @@ func startRestricted(cmd *exec.Cmd, ruleset int) error {
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
 		return fmt.Errorf("enforcing the Landlock ruleset: %w", errno)
 	}
+	if filter != nil {
+		if err := InstallFilter(*filter); err != nil {
+			return err
+		}
+	}
 	return cmd.Start()
 }
 
-// keptCapabilities are those a process started by a root host keeps:
-// the ones over files, which let root be root inside what the ruleset
-// allows (give a file back to its owner, write a file that is not its
-// own), and which no Landlock rule yields to.
-var keptCapabilities = []int{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID}
-
-// dropCapabilities empties the calling thread's capability bounding set
-// but for keptCapabilities, and its inheritable and ambient sets, so that
-// a program it starts has no other capability even when the host runs as
-// root: executing a program as root grants the bounding set, and
-// capabilities such as CAP_SYS_PTRACE (another process's environment in
-// /proc), CAP_SYS_ADMIN, CAP_SETUID, CAP_NET_RAW or CAP_SYS_MODULE would
-// reach around what Landlock restricts. A host without capabilities has
-// nothing to drop.
+// dropCapabilities empties the calling thread's capability bounding set,
+// and its inheritable and ambient sets, so that a program it starts has
+// no capability even when the host runs as root: executing a program as
+// root grants the bounding set, and capabilities such as CAP_SYS_PTRACE
+// (another process's environment in /proc), CAP_SYS_ADMIN, CAP_SETUID,
+// CAP_NET_RAW or CAP_DAC_OVERRIDE (any file the rules allow, whoever
+// owns it) would reach around what the walls restrict. A host without
+// capabilities has nothing to drop.
 func dropCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -262,9 +294,6 @@ func dropCapabilities() error {
 		return nil
 	}
 	for c := 0; c < 64; c++ {
-		if slices.Contains(keptCapabilities, c) {
-			continue
-		}
 		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
 		if errors.Is(err, unix.EINVAL) {
 			break // past the last capability

@@ -13,4 +13,12 @@ func Probe() Support {
 }
 
 // Start returns ErrUnsupported: there is no Landlock to start cmd in.
-func Start(cmd *exec.Cmd, p *Policy) (release func(), err error) { return nil, ErrUnsupported }
+func Start(cmd *exec.Cmd, p *Policy) (*Process, error) { return nil, ErrUnsupported }
+
+// NamespaceSupport reports that this system gives no namespaces.
+func NamespaceSupport() error { return errors.New("namespaces are a Linux feature") }
+
+// PidsGroupsAvailable reports that there are no cgroups here.
+func PidsGroupsAvailable() bool { return false }
+
+func removeGroup(string) {}

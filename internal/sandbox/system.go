@@ -6,8 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // programDirs hold programs and their shared libraries.
@@ -15,7 +20,8 @@ var programDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", 
 
 // System returns the rules a program needs to run and nothing more: read
 // access to the directories of shared libraries and programs, to /etc
-// (name service, time zones, certificates), and to the harmless devices
+// (name service, time zones, certificates) but its secrets (see
+// etcSecrets), and to the harmless devices
 // (/dev/null, which may be written too, /dev/zero, /dev/full,
 // /dev/random, /dev/urandom), and to /proc, which runtimes read of
 // themselves (/proc/self). Neither the home directory nor /tmp is among
@@ -35,8 +41,8 @@ func System(programs bool) []Rule {
 	for _, d := range programDirs {
 		rules = append(rules, Rule{Path: d, Access: dirAccess})
 	}
+	rules = append(rules, etcRules()...)
 	rules = append(rules,
-		Rule{Path: "/etc", Access: Read},
 		Rule{Path: "/dev/null", Access: Read | Write},
 		Rule{Path: "/dev/full", Access: Read | Write},
 		Rule{Path: "/dev/zero", Access: Read},
@@ -120,4 +126,84 @@ func lookPath(name, pathList string) (string, error) {
 		}
 	}
 	return "", exec.ErrNotFound
+}
+
+// etcSecrets are the files and directories of /etc that hold secrets:
+// password hashes, sudo's rules, private keys, stored credentials. A
+// process that may read them (a host running as root: no capability is
+// needed to read a file root owns) is given /etc but them; ssh's host
+// keys are matched by etcSecretKey.
+var etcSecrets = []string{
+	"shadow", "shadow-", "gshadow", "gshadow-",
+	"sudoers", "sudoers.d",
+	"ssl/private",
+	"security/opasswd",
+	"krb5.keytab",
+	"NetworkManager/system-connections",
+	"wpa_supplicant",
+	"ppp/chap-secrets", "ppp/pap-secrets",
+	"credstore", "credstore.encrypted",
+	"libvirt/secrets",
+	"wireguard",
+}
+
+// etcSecretKey reports whether rel, a path in /etc, is a private ssh
+// host key.
+func etcSecretKey(rel string) bool {
+	name, ok := strings.CutPrefix(rel, "ssh/")
+	return ok && strings.HasPrefix(name, "ssh_host_") && strings.HasSuffix(name, "_key")
+}
+
+// etcRules are the rules that let a process read /etc: /etc whole when
+// it could read none of its secrets anyway (an ordinary user), else
+// every entry but the secrets, and in the directories that hold one,
+// every other entry. They are worked out once per process.
+var etcRules = sync.OnceValue(func() []Rule {
+	if !etcSecretReadable() {
+		return []Rule{{Path: "/etc", Access: Read}}
+	}
+	return etcRulesIn("/etc", "")
+})
+
+// etcSecretReadable reports whether the calling process could read any
+// of /etc's secrets.
+func etcSecretReadable() bool {
+	if os.Geteuid() == 0 {
+		return true
+	}
+	keys, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
+	for _, rel := range etcSecrets {
+		keys = append(keys, filepath.Join("/etc", rel))
+	}
+	for _, p := range keys {
+		if unix.Faccessat(unix.AT_FDCWD, p, unix.R_OK, unix.AT_EACCESS) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// etcRulesIn lists dir (rel below /etc) and returns a read rule for
+// each entry that is no secret and holds none, and the rules of those
+// that hold one.
+func etcRulesIn(dir, rel string) []Rule {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var rules []Rule
+	for _, e := range entries {
+		r := path.Join(rel, e.Name())
+		switch {
+		case slices.Contains(etcSecrets, r) || etcSecretKey(r):
+		case e.IsDir() && slices.ContainsFunc(etcSecrets, func(s string) bool { return strings.HasPrefix(s, r+"/") }) || r == "ssh":
+			rules = append(rules, etcRulesIn(filepath.Join(dir, e.Name()), r)...)
+		default:
+			rules = append(rules, Rule{Path: filepath.Join(dir, e.Name()), Access: Read})
+		}
+	}
+	// The directory may be listed, and so may every directory beneath
+	// it (Landlock's rules hold beneath), but no file is read through
+	// this rule: the secrets' names are no secret.
+	return append(rules, Rule{Path: dir, Access: List})
 }

@@ -24,7 +24,7 @@ func WriteErr(p Path, err error) error {
 	case errors.Is(err, atomicfile.ErrChanged):
 		return fmt.Errorf("%s changed while it was being edited (another program wrote it meanwhile): nothing was written; read it again and redo the change", name)
 	case errors.Is(err, atomicfile.ErrOwner):
-		return fmt.Errorf("%s: %v: only root can give a file to another user, so nothing was written", name, err)
+		return fmt.Errorf("%s: %v: it belongs to another user, and only root outside the sandbox can give a file back to another user, so nothing was written", name, err)
 	case errors.Is(err, atomicfile.ErrXattr):
 		return fmt.Errorf("%s: %v: nothing was written", name, err)
 	case errors.Is(err, atomicfile.ErrNoTime):

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
 // sleepersWith returns the live processes running sleep with marker:
@@ -186,8 +188,8 @@ func watchdogsOf(pid int) []int {
 		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), watchdogArg) {
 			continue
 		}
-		child, ppid, ok := readParent(filepath.Join(dir, "stat"))
-		if ok && ppid == pid {
+		child, _ := strconv.Atoi(filepath.Base(dir))
+		if ppid, ok := sandbox.Parent(child); ok && ppid == pid {
 			found = append(found, child)
 		}
 	}

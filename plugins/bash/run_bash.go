@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/internal/workspace"
 	"github.com/agenthost/agenthost/sdk"
@@ -103,6 +101,9 @@ var runBash = sdk.NewStructuredTool(sdk.Info{
 			sig := out.status.Signal()
 			res.Stderr = addNotice(res.Stderr, fmt.Sprintf("[killed by signal %d (%s)]", int(sig), sig))
 		}
+		if notice := limitNotice(res.ExitCode, res.Stderr); notice != "" {
+			res.Stderr = addNotice(res.Stderr, notice)
+		}
 	}
 	text, err := res.encode()
 	return text, res, err
@@ -177,8 +178,9 @@ func workingDir(ctx context.Context, cwd string) (string, error) {
 // command believe a host started it.
 var pluginEnv = []string{
 	wire.CookieKey,
-	plugin.EnvUnixSocketDir,
-	plugin.EnvUnixSocketGroup,
+	wire.ConnEnv,
+	"PLUGIN_UNIX_SOCKET_DIR",
+	"PLUGIN_UNIX_SOCKET_GROUP",
 	"PLUGIN_MULTIPLEX_GRPC",
 	"PLUGIN_PROTOCOL_VERSIONS",
 	"PLUGIN_CLIENT_CERT",

@@ -16,10 +16,12 @@ import (
 // runs the plugin unconfined (--sandbox off, or a kernel without
 // Landlock).
 type commandSandbox struct {
-	Roots   []string
-	Read    []string
-	Write   []string
-	Network bool
+	Roots          []string
+	Read           []string
+	Write          []string
+	Network        bool
+	UnixSockets    bool
+	PrivateNetwork bool
 }
 
 // grantedSandbox is what the host told the plugin of its own sandbox, or
@@ -33,7 +35,7 @@ var grantedSandbox = sync.OnceValues(func() (*commandSandbox, error) {
 	if err := json.Unmarshal([]byte(v), &perms); err != nil {
 		return nil, fmt.Errorf("reading the plugin's sandbox from %s: %w", sandbox.Env, err)
 	}
-	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network}, nil
+	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network, UnixSockets: perms.UnixSockets, PrivateNetwork: perms.PrivateNetwork}, nil
 })
 
 // sandboxFor is the sandbox of a command run with these workspace roots.
@@ -47,13 +49,15 @@ func sandboxFor(roots []string) (*commandSandbox, error) {
 	return &sb, nil
 }
 
-// policy is the Landlock policy of the command: the system readable and
-// its programs executable, the roots and the granted write paths (the
+// policy is the policy of the command: the system readable and its
+// programs executable, the roots and the granted write paths (the
 // temporary directory among them) read, written and executable, the
-// granted read paths read and executable. Nothing of the plugin's own —
-// its socket directory, its binary — is in it.
+// granted read paths read and executable; the network, unix sockets and
+// the plugin's own network namespace as the plugin's. Nothing of the
+// plugin's own (its connection, its binary) is in it. The command runs
+// in the plugin's namespaces and under its limits, which it inherits.
 func (sb *commandSandbox) policy() *sandbox.Policy {
-	p := &sandbox.Policy{Rules: sandbox.System(true), Network: sb.Network}
+	p := &sandbox.Policy{Rules: sandbox.System(true), Network: sb.Network, UnixSockets: sb.UnixSockets, PrivateNetwork: sb.PrivateNetwork}
 	p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, sb.Roots...)
 	p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, sb.Write...)
 	p.Allow(sandbox.Read|sandbox.Execute, sb.Read...)

@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
 // A command's watchdog is this program again, started by launchWatchdog
@@ -170,8 +165,12 @@ func watchdogMain() int {
 	// pipe too, and the command is killed below.
 	_, _ = replies.Write([]byte{replyStarted})
 
-	b := &brood{shell: shell, replies: replies, reaped: make(chan struct{}, 1), empty: make(chan struct{})}
-	go b.reap()
+	b := sandbox.NewBrood(shell, func(ws syscall.WaitStatus) {
+		msg := []byte{replyExited, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(msg[1:], uint32(ws))
+		_, _ = replies.Write(msg)
+	})
+	go b.Reap()
 	lifeline := make(chan struct{})
 	go func() {
 		defer close(lifeline)
@@ -181,199 +180,15 @@ func watchdogMain() int {
 				return
 			}
 			if req[0] == requestTerminate {
-				b.signal(syscall.SIGTERM)
+				b.Signal(syscall.SIGTERM)
 			}
 		}
 	}()
 	select {
-	case <-b.empty:
+	case <-b.Empty():
 	case <-lifeline:
-		b.killAll()
+		b.KillAll()
 	}
 	_, _ = replies.Write([]byte{replyEmpty})
 	return 0
-}
-
-// brood is every process beneath the watchdog: its children, the shell
-// first, and their descendants.
-type brood struct {
-	shell   int      // the shell's pid, and its process group's ID
-	replies *os.File // where the shell's wait status goes
-
-	// mu is held while signalling and while reaping, so that a pid
-	// signalled is never one just freed, and given to another process:
-	// processes beneath the watchdog are reaped by it, or by a parent
-	// signalled before them.
-	mu          sync.Mutex
-	shellReaped bool
-
-	reaped chan struct{} // gets a value when a process has been reaped
-	empty  chan struct{} // closed when the watchdog has no child left
-}
-
-// reap reaps the children of the watchdog as they end, reports the
-// shell's end, and closes b.empty when there is no child left.
-func (b *brood) reap() {
-	defer close(b.empty)
-	for {
-		pid, err := waitExited()
-		if errors.Is(err, syscall.ECHILD) {
-			return
-		}
-		if err != nil {
-			// Not expected; but the watchdog must not give up.
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		var ws syscall.WaitStatus
-		b.mu.Lock()
-		wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-		isShell := err == nil && wpid == b.shell
-		if isShell {
-			b.shellReaped = true
-		}
-		b.mu.Unlock()
-		if isShell {
-			msg := []byte{replyExited, 0, 0, 0, 0}
-			binary.LittleEndian.PutUint32(msg[1:], uint32(ws))
-			_, _ = b.replies.Write(msg)
-		}
-		select {
-		case b.reaped <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// signal sends sig to the shell's process group, until the shell has
-// been reaped, and to every process beneath the watchdog, each before
-// its children.
-func (b *brood) signal(sig syscall.Signal) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.shellReaped {
-		_ = syscall.Kill(-b.shell, sig)
-	}
-	children := childLister()
-	seen := map[int]bool{}
-	queue := children(os.Getpid())
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		if seen[pid] {
-			continue
-		}
-		seen[pid] = true
-		_ = syscall.Kill(pid, sig)
-		queue = append(queue, children(pid)...)
-	}
-}
-
-// killAll kills every process beneath the watchdog, again each time one
-// is reaped (its orphans are the watchdog's children now) and from time
-// to time, until none is left.
-func (b *brood) killAll() {
-	pause := 10 * time.Millisecond
-	for {
-		b.signal(syscall.SIGKILL)
-		timer := time.NewTimer(pause)
-		select {
-		case <-b.empty:
-			timer.Stop()
-			return
-		case <-b.reaped:
-		case <-timer.C:
-			// A process that resists SIGKILL has changed user or is
-			// stuck in the kernel: keep trying, less often.
-			pause = min(2*pause, time.Second)
-		}
-		timer.Stop()
-	}
-}
-
-// waitExited waits for a child of the watchdog to end, and returns its
-// pid without reaping it.
-func waitExited() (int, error) {
-	// The start of the kernel's siginfo_t, as waitid fills it in for a
-	// child: three ints, then a pointer-aligned union beginning with the
-	// child's pid. The padding covers the rest of its 128 bytes.
-	var info struct {
-		signo, errno, code int32
-		_                  [0]uintptr
-		pid                int32
-		_                  [128]byte
-	}
-	for {
-		_, _, errno := unix.Syscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOWAIT, 0, 0)
-		switch errno {
-		case 0:
-			return int(info.pid), nil
-		case unix.EINTR:
-			continue
-		}
-		return 0, errno
-	}
-}
-
-// childLister returns a function that lists the children of a process
-// as they are now: from /proc/PID/task/TID/children where the kernel
-// has them, or else from one scan of every /proc/PID/stat.
-func childLister() func(pid int) []int {
-	if hasChildrenFiles() {
-		return childrenOf
-	}
-	byParent := map[int][]int{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, stat := range dirs {
-		pid, ppid, ok := readParent(stat)
-		if ok {
-			byParent[ppid] = append(byParent[ppid], pid)
-		}
-	}
-	return func(pid int) []int { return byParent[pid] }
-}
-
-// hasChildrenFiles reports whether the kernel has
-// /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN).
-var hasChildrenFiles = sync.OnceValue(func() bool {
-	_, err := os.Stat("/proc/thread-self/children")
-	return err == nil
-})
-
-// childrenOf lists the children of pid, those of each of its threads.
-func childrenOf(pid int) []int {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, _ := os.ReadDir(dir)
-	var pids []int
-	for _, task := range tasks {
-		data, _ := os.ReadFile(dir + "/" + task.Name() + "/children")
-		for f := range strings.FieldsSeq(string(data)) {
-			if child, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, child)
-			}
-		}
-	}
-	return pids
-}
-
-// readParent reads a process's pid and its parent's from its stat file.
-func readParent(stat string) (pid, ppid int, ok bool) {
-	data, err := os.ReadFile(stat)
-	if err != nil {
-		return 0, 0, false
-	}
-	// "PID (COMM) STATE PPID ...", where COMM may hold anything.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 2 {
-		return 0, 0, false
-	}
-	first, _, _ := strings.Cut(s, " ")
-	pid, err1 := strconv.Atoi(first)
-	ppid, err2 := strconv.Atoi(fields[1])
-	return pid, ppid, err1 == nil && err2 == nil
 }

@@ -49,6 +49,13 @@ func startPluginIn(t *testing.T, dir string, roots []string) *fsPlugin {
 // sandbox's defaults.
 func startPluginWith(t *testing.T, dir string, roots []string, grants map[string]host.Grant) *fsPlugin {
 	t.Helper()
+	return startPluginMode(t, dir, roots, grants, host.SandboxAuto)
+}
+
+// startPluginMode is startPluginWith in a sandbox mode: SandboxOff for
+// what a sandbox forbids (ptrace, root's capabilities).
+func startPluginMode(t *testing.T, dir string, roots []string, grants map[string]host.Grant, mode host.SandboxMode) *fsPlugin {
+	t.Helper()
 	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, &host.Options{
 		Roots:    roots,
 		CacheDir: host.NoCache,
@@ -56,6 +63,7 @@ func startPluginWith(t *testing.T, dir string, roots []string, grants map[string
 		Logger:   hclog.NewNullLogger(),
 		Timeout:  time.Minute,
 		Grants:   grants,
+		Sandbox:  mode,
 	})
 	if err != nil {
 		t.Fatal(err)

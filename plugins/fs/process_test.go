@@ -16,7 +16,6 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/plugintest"
-	"github.com/agenthost/agenthost/sdk"
 )
 
 // These tests run the tools in a real fs plugin process, as the host
@@ -64,6 +63,8 @@ func TestMoveRefusesNestedRoot(t *testing.T) {
 
 // Overwriting as root keeps the file's owner, group and mode; a file with
 // several hard links is replaced under one name and the answer says so.
+// That takes root's capabilities, which a sandboxed plugin has none of:
+// there the write is refused, and nothing is written.
 func TestOverwriteKeepsOwner(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -78,7 +79,15 @@ func TestOverwriteKeepsOwner(t *testing.T) {
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	p := startPlugin(t, []string{root})
+	sandboxed := startPlugin(t, []string{root})
+	if got := sandboxed.call("write_file", map[string]any{"path": "theirs.txt", "content": "one\n2\n"}); !strings.Contains(got, "only root outside the sandbox can give a file back to another user, so nothing was written") {
+		t.Errorf("write_file in the sandbox: %s", got)
+	}
+	checkFiles(t, root, map[string]string{"theirs.txt": "one\ntwo\n"})
+
+	dir := t.TempDir()
+	plugintest.Install(t, dir, "agenthost-plugin-fs", "./plugins/fs")
+	p := startPluginMode(t, dir, []string{root}, nil, host.SandboxOff)
 	wantAnswer(t, "write_file", p.call("write_file", map[string]any{"path": "theirs.txt", "content": "one\n2\n"}), "Wrote 6 bytes to theirs.txt")
 	if got := p.call("edit_file", map[string]any{"path": "theirs.txt", "old_string": "2", "new_string": "two"}); !strings.HasPrefix(got, "Edited theirs.txt: 1 replacement\n") {
 		t.Errorf("edit_file: %s", got)
@@ -440,9 +449,8 @@ func straced(t *testing.T, roots []string) (*fsPlugin, string) {
 		t.Fatal(err)
 	}
 	// The wrapper runs strace, which runs the plugin binary where it was
-	// built and writes its log outside the roots.
-	grant := host.Grant{Permissions: sdk.Permissions{Exec: true, Read: []string{filepath.Dir(real)}, Write: []string{dir}}}
-	return startPluginWith(t, pdir, roots, map[string]host.Grant{"fs": grant}), log
+	// built: outside the sandbox, which forbids ptrace.
+	return startPluginMode(t, pdir, roots, nil, host.SandboxOff), log
 }
 
 // Durability: a write syncs the new file before the rename and the

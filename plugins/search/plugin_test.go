@@ -76,8 +76,8 @@ func (p *searchPlugin) callRaw(name, args string) string {
 	return p.reg.Execute(p.t.Context(), name, []byte(args))
 }
 
-// pid is the plugin's process: the child of this test process that runs
-// the binary installed for it.
+// pid is the plugin's process: the one this test process started (see
+// plugintest.StartedBy) that runs the binary installed for it.
 func (p *searchPlugin) pid() int {
 	p.t.Helper()
 	ents, err := os.ReadDir("/proc")
@@ -90,7 +90,7 @@ func (p *searchPlugin) pid() int {
 		if err != nil {
 			continue
 		}
-		if ppid, ok := procStat(pid, 4); !ok || ppid != me {
+		if !plugintest.StartedBy(pid, me) {
 			continue
 		}
 		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && filepath.Dir(exe) == p.dir {
@@ -135,24 +135,4 @@ func (p *searchPlugin) usage() usage {
 		}
 	}
 	return u
-}
-
-// procStat returns field n (1-based, as in proc(5)) of /proc/PID/stat as
-// a number.
-func procStat(pid, n int) (int, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(s[i+1:])
-	if n-3 >= len(fields) || n < 3 {
-		return 0, false
-	}
-	v, err := strconv.Atoi(fields[n-3])
-	return v, err == nil
 }

@@ -477,7 +477,11 @@ type Permissions struct {
 	// The plugin writes the host's session context file
 	// (GetStateResponse.session_context_file_path). The file is replaced
 	// atomically, so the grant covers the directory that holds it.
-	SessionFile   bool `protobuf:"varint,6,opt,name=session_file,json=sessionFile,proto3" json:"session_file,omitempty"`
+	SessionFile bool `protobuf:"varint,6,opt,name=session_file,json=sessionFile,proto3" json:"session_file,omitempty"`
+	// The plugin makes unix sockets: to connect to a socket file (a
+	// container engine's, a database's) or to listen on one. Without it a
+	// plugin has unix socket pairs only. Since protocol 1.5.
+	UnixSockets   bool `protobuf:"varint,7,opt,name=unix_sockets,json=unixSockets,proto3" json:"unix_sockets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -550,6 +554,13 @@ func (x *Permissions) GetExec() bool {
 func (x *Permissions) GetSessionFile() bool {
 	if x != nil {
 		return x.SessionFile
+	}
+	return false
+}
+
+func (x *Permissions) GetUnixSockets() bool {
+	if x != nil {
+		return x.UnixSockets
 	}
 	return false
 }
@@ -1050,7 +1061,7 @@ const file_tool_proto_rawDesc = "" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12%\n" +
 	"\x0eprotocol_minor\x18\x03 \x01(\rR\rprotocolMinor\x121\n" +
 	"\x05tools\x18\x04 \x03(\v2\x1b.agenthost.tool.v1.ToolSpecR\x05tools\x12@\n" +
-	"\vpermissions\x18\x05 \x01(\v2\x1e.agenthost.tool.v1.PermissionsR\vpermissions\"\xb6\x02\n" +
+	"\vpermissions\x18\x05 \x01(\v2\x1e.agenthost.tool.v1.PermissionsR\vpermissions\"\xd9\x02\n" +
 	"\vPermissions\x12?\n" +
 	"\x05roots\x18\x01 \x01(\x0e2).agenthost.tool.v1.Permissions.RootAccessR\x05roots\x12\x1d\n" +
 	"\n" +
@@ -1059,7 +1070,8 @@ const file_tool_proto_rawDesc = "" +
 	"writePaths\x12\x18\n" +
 	"\anetwork\x18\x04 \x01(\bR\anetwork\x12\x12\n" +
 	"\x04exec\x18\x05 \x01(\bR\x04exec\x12!\n" +
-	"\fsession_file\x18\x06 \x01(\bR\vsessionFile\"U\n" +
+	"\fsession_file\x18\x06 \x01(\bR\vsessionFile\x12!\n" +
+	"\funix_sockets\x18\a \x01(\bR\vunixSockets\"U\n" +
 	"\n" +
 	"RootAccess\x12\x11\n" +
 	"\rROOTS_DEFAULT\x10\x00\x12\x0e\n" +

@@ -82,7 +82,7 @@ func (s *server) Execute(ctx context.Context, req *toolv1.ExecuteRequest) (*tool
 	}
 	switch req.GetTool() {
 	case "bare_pid":
-		return &toolv1.ExecuteResponse{Result: strconv.Itoa(os.Getpid())}, nil
+		return &toolv1.ExecuteResponse{Result: pidAnswer(os.Getpid())}, nil
 	case "bare_wait":
 		if err := os.WriteFile(args.Started, nil, 0o644); err != nil {
 			return &toolv1.ExecuteResponse{Error: err.Error()}, nil
@@ -153,7 +153,7 @@ func (s *server) onSIGTERM(stubborn bool) {
 		root := s.root
 		s.mu.Unlock()
 		if root != "" {
-			_ = os.WriteFile(filepath.Join(root, "sigterm"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+			_ = os.WriteFile(filepath.Join(root, "sigterm"), []byte(pidAnswer(os.Getpid())), 0o644)
 		}
 		if !stubborn {
 			os.Exit(0)
@@ -231,4 +231,13 @@ func (c closing) Close() error {
 		close(c.l.done)
 	}
 	return err
+}
+
+// pidAnswer is how the plugin answers with a process id: the number and
+// the PID namespace it is a number in ("12 pid:[4026531836]"), which a
+// sandboxed plugin has of its own; the tests find the process by both
+// (plugintest.HostPID).
+func pidAnswer(pid int) string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return strconv.Itoa(pid) + " " + ns
 }

@@ -51,7 +51,7 @@ func main() {
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "pid", Description: "The server's process id."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
-			return text(strconv.Itoa(os.Getpid())), nil, nil
+			return text(pidAnswer(os.Getpid())), nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "fail", Description: "An error result with the text."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
@@ -104,7 +104,7 @@ func main() {
 			if err := cmd.Start(); err != nil {
 				return nil, nil, err
 			}
-			return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
+			return text(pidAnswer(cmd.Process.Pid)), nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "grow", Description: "Add the tool grown, and say so to the client."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
@@ -135,4 +135,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mcpserver:", err)
 		os.Exit(1)
 	}
+}
+
+// pidAnswer is how the plugin answers with a process id: the number and
+// the PID namespace it is a number in ("12 pid:[4026531836]"), which a
+// sandboxed plugin has of its own; the tests find the process by both
+// (plugintest.HostPID).
+func pidAnswer(pid int) string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return strconv.Itoa(pid) + " " + ns
 }

@@ -12,6 +12,9 @@
 //	exec        fork and execute the shell arg, which runs "exit 0"
 //	signal      send SIGWINCH to the process arg
 //	abstract    connect to the abstract unix socket arg
+//	unix        connect to the unix socket file arg
+//	udp         send a datagram to the UDP port arg on 127.0.0.1
+//	alloc       map arg bytes of private memory (without touching them)
 //
 // It declares what a plugin needing more than the defaults would: the
 // network, other programs, and a directory to read in the home
@@ -42,7 +45,7 @@ var declared = sdk.Permissions{
 }
 
 type input struct {
-	Kind string `json:"kind" jsonschema:"what to try: read, write_home, rw, connect, bind, exec, signal or abstract"`
+	Kind string `json:"kind" jsonschema:"what to try: read, write_home, rw, connect, bind, exec, signal, abstract, unix, udp or alloc"`
 	Arg  string `json:"arg,omitempty" jsonschema:"a path, a port, a process id or a socket name"`
 }
 
@@ -76,7 +79,13 @@ func attack(ctx context.Context, in input) (string, error) {
 	case "signal":
 		err = signal(in.Arg)
 	case "abstract":
-		err = connectAbstract(in.Arg)
+		err = connectUnix("@" + in.Arg)
+	case "unix":
+		err = connectUnix(in.Arg)
+	case "udp":
+		err = sendUDP(in.Arg)
+	case "alloc":
+		err = alloc(in.Arg)
 	default:
 		return "", fmt.Errorf("unknown kind %q", in.Kind)
 	}
@@ -177,11 +186,36 @@ func signal(pid string) error {
 	return unix.Kill(p, unix.SIGWINCH)
 }
 
-func connectAbstract(name string) error {
+func connectUnix(name string) error {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	return unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + name})
+	return unix.Connect(fd, &unix.SockaddrUnix{Name: name})
+}
+
+func sendUDP(port string) error {
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Sendto(fd, []byte("exfiltrated"), 0, &unix.SockaddrInet4{Port: p, Addr: [4]byte{127, 0, 0, 1}})
+}
+
+func alloc(size string) error {
+	n, err := strconv.Atoi(size)
+	if err != nil {
+		return err
+	}
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	return unix.Munmap(b)
 }

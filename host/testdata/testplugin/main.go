@@ -57,7 +57,7 @@ func main() {
 				}
 			}),
 		sdk.NewTool(sdk.Info{Name: "pid", Description: "Return the plugin's process id."},
-			func(ctx context.Context, in empty) (string, error) { return strconv.Itoa(os.Getpid()), nil }),
+			func(ctx context.Context, in empty) (string, error) { return pidAnswer(os.Getpid()), nil }),
 		sdk.NewTool(sdk.Info{Name: "spawn", Description: "Start a long-lived child process and return its id."},
 			func(ctx context.Context, in empty) (string, error) {
 				cmd := exec.Command("sleep", "300")
@@ -65,7 +65,7 @@ func main() {
 					return "", err
 				}
 				go cmd.Wait()
-				return strconv.Itoa(cmd.Process.Pid), nil
+				return pidAnswer(cmd.Process.Pid), nil
 			}),
 		sdk.NewTool(sdk.Info{Name: "hold", Description: "Start a grandchild in a session of its own that holds the plugin's stderr open, and return its id."},
 			func(ctx context.Context, in empty) (string, error) {
@@ -77,7 +77,7 @@ func main() {
 					return "", err
 				}
 				go cmd.Wait()
-				return strconv.Itoa(cmd.Process.Pid), nil
+				return pidAnswer(cmd.Process.Pid), nil
 			}),
 		sdk.NewTool(sdk.Info{Name: "state", Description: "Return the host state as JSON."},
 			func(ctx context.Context, in empty) (string, error) {
@@ -128,4 +128,13 @@ func (loose) Schema() sdk.ChatTool {
 
 func (loose) Execute(_ context.Context, args json.RawMessage) (string, error) {
 	return "ran with " + string(args), nil
+}
+
+// pidAnswer is how the plugin answers with a process id: the number and
+// the PID namespace it is a number in ("12 pid:[4026531836]"), which a
+// sandboxed plugin has of its own; the tests find the process by both
+// (plugintest.HostPID).
+func pidAnswer(pid int) string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return strconv.Itoa(pid) + " " + ns
 }
