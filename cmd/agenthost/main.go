@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	closeInheritedOnExec()
 	beforeStdioServe = oneProcessor
 	ctx, stop := signalContext()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
