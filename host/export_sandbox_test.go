@@ -17,3 +17,18 @@ func PlayLandlockABI(t testing.TB, abi int) {
 	probeSandbox = func() sandbox.Support { return sandbox.Support{ABI: abi} }
 	t.Cleanup(func() { probeSandbox = old })
 }
+
+// PlayKernelWithout makes the host believe, until t ends, that the
+// kernel has no seccomp (seccomp set) and gives no namespaces
+// (namespaces set), for the reasons given: as PlayLandlockABI, what it
+// reports, warns of and refuses.
+func PlayKernelWithout(t testing.TB, seccomp, namespaces error) {
+	oldSeccomp, oldNS := probeSeccomp, probeNamespaces
+	if seccomp != nil {
+		probeSeccomp = func() error { return seccomp }
+	}
+	if namespaces != nil {
+		probeNamespaces = func() error { return namespaces }
+	}
+	t.Cleanup(func() { probeSeccomp, probeNamespaces = oldSeccomp, oldNS })
+}

@@ -188,9 +188,13 @@ func (s SandboxReport) Status() string {
 	return fmt.Sprintf("enforced (%s)", support)
 }
 
-// probeSandbox is what the kernel supports; tests replace it to play an
-// older kernel.
-var probeSandbox = sandbox.Probe
+// probeSandbox, probeSeccomp and probeNamespaces are what the kernel
+// supports; tests replace them to play another kernel.
+var (
+	probeSandbox    = sandbox.Probe
+	probeSeccomp    = sandbox.SeccompSupport
+	probeNamespaces = sandbox.NamespaceSupport
+)
 
 // sandboxConfig is the registry's sandbox settings, shared by its plugins.
 type sandboxConfig struct {
@@ -338,18 +342,17 @@ func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) 
 		rep.NotEnforced = []string{support.String()}
 		return rep
 	}
-	rep.NotEnforced = support.Missing()
+	rep.NotEnforced = missingWalls(support)
 	rep.Walls = []string{support.String()}
-	if err := sandbox.SeccompSupport(); err != nil {
-		rep.NotEnforced = append(rep.NotEnforced, "a system call filter (seccomp): "+err.Error())
-	} else {
+	if probeSeccomp() == nil {
 		rep.Walls = append(rep.Walls, "seccomp")
 	}
-	if err := sandbox.NamespaceSupport(); err != nil {
-		rep.NotEnforced = append(rep.NotEnforced, "namespaces of its own ("+err.Error()+"); a child subreaper ends what it leaves behind instead")
-	} else if rep.Granted.Network {
+	switch {
+	case probeNamespaces() != nil:
+		rep.Walls = append(rep.Walls, "a child subreaper that ends what it leaves behind")
+	case rep.Granted.Network:
 		rep.Walls = append(rep.Walls, "its own user, PID and mount namespaces")
-	} else {
+	default:
 		rep.Walls = append(rep.Walls, "its own user, PID, mount and network namespaces")
 	}
 	rep.Walls = append(rep.Walls, "limits: "+rep.Limits.String())
@@ -365,14 +368,32 @@ func (c *sandboxConfig) limits(path string, extra Grant) Limits {
 	return c.grant(path).Limits.raise(extra.Limits).or(DefaultLimits)
 }
 
-// errSandboxRequired is a launch refused under SandboxRequire.
-type errSandboxRequired struct{ support sandbox.Support }
+// errSandboxRequired is a launch refused under SandboxRequire: the
+// kernel's Landlock, and what else of the walls it does not put up.
+type errSandboxRequired struct {
+	support sandbox.Support
+	missing []string
+}
 
 func (e errSandboxRequired) Error() string {
 	if !e.support.Enforced() {
 		return fmt.Sprintf("the sandbox is required (--sandbox require) but the kernel cannot confine plugins: %s", e.support)
 	}
-	return fmt.Sprintf("the sandbox is required (--sandbox require) but the kernel (%s) does not enforce %s", e.support, strings.Join(e.support.Missing(), "; "))
+	return fmt.Sprintf("the sandbox is required (--sandbox require) but the kernel (%s) does not enforce %s", e.support, strings.Join(e.missing, "; "))
+}
+
+// missingWalls names the walls of the sandbox that the kernel does not
+// put up: Landlock's restrictions its ABI lacks, the system call filter,
+// namespaces.
+func missingWalls(support sandbox.Support) []string {
+	missing := support.Missing()
+	if err := probeSeccomp(); err != nil {
+		missing = append(missing, "a system call filter (seccomp): "+err.Error())
+	}
+	if err := probeNamespaces(); err != nil {
+		missing = append(missing, "namespaces of its own ("+err.Error()+")")
+	}
+	return missing
 }
 
 // warnUnenforced warns once, in one line, when plugins run less confined
@@ -382,7 +403,8 @@ func (c *sandboxConfig) warnUnenforced() {
 		return
 	}
 	support := probeSandbox()
-	if support.ABI >= sandbox.FullABI {
+	missing := missingWalls(support)
+	if support.Enforced() && len(missing) == 0 {
 		return
 	}
 	c.warnOnce.Do(func() {
@@ -390,7 +412,7 @@ func (c *sandboxConfig) warnUnenforced() {
 			c.logger.Warn("plugins run unconfined: the kernel has no Landlock sandbox ("+support.String()+"); --sandbox require refuses to run them, --sandbox off silences this", "landlock", support.String())
 			return
 		}
-		c.logger.Warn("the kernel enforces only part of the plugin sandbox; not enforced: "+strings.Join(support.Missing(), "; "), "landlock", support.String())
+		c.logger.Warn("the kernel enforces only part of the plugin sandbox; not enforced: "+strings.Join(missing, "; "), "landlock", support.String())
 	})
 }
 
@@ -403,8 +425,10 @@ func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits 
 		return nil, nil
 	}
 	support := probeSandbox()
-	if c.mode == SandboxRequire && support.ABI < sandbox.FullABI {
-		return nil, errSandboxRequired{support}
+	if c.mode == SandboxRequire {
+		if missing := missingWalls(support); !support.Enforced() || len(missing) > 0 {
+			return nil, errSandboxRequired{support, missing}
+		}
 	}
 	c.warnUnenforced()
 	if !support.Enforced() {

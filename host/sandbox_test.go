@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -489,13 +490,26 @@ func TestSandboxOnAnOlderKernel(t *testing.T) {
 	// package's.
 	pluginDir(t)
 	const abi3Missing = "binding and connecting TCP sockets (Landlock ABI 4); ioctl on devices (Landlock ABI 5); abstract unix sockets and signals to processes outside the sandbox (Landlock ABI 6)"
+	noSeccomp := errors.New("the kernel was built without seccomp")
+	noNamespaces := errors.New("no user namespaces")
 	for name, tc := range map[string]struct {
 		abi  int
 		mode host.SandboxMode
+		// seccomp, namespaces: what else the kernel lacks.
+		seccomp, namespaces error
 		// refused is every plugin's error under require; warning the
 		// line auto logs, and status the plugin's Status under it.
 		refused, warning, status string
 	}{
+		"require, no seccomp": {
+			abi: sandbox.FullABI, mode: host.SandboxRequire, seccomp: noSeccomp,
+			refused: "the sandbox is required (--sandbox require) but the kernel (Landlock ABI 6) does not enforce a system call filter (seccomp): the kernel was built without seccomp",
+		},
+		"auto, no namespaces": {
+			abi: sandbox.FullABI, mode: host.SandboxAuto, namespaces: noNamespaces,
+			warning: "the kernel enforces only part of the plugin sandbox; not enforced: namespaces of its own (no user namespaces)",
+			status:  "partly enforced (Landlock ABI 6; not enforced: namespaces of its own (no user namespaces))",
+		},
 		"require, ABI 3": {
 			abi: 3, mode: host.SandboxRequire,
 			refused: "the sandbox is required (--sandbox require) but the kernel (Landlock ABI 3) does not enforce " + abi3Missing,
@@ -517,6 +531,7 @@ func TestSandboxOnAnOlderKernel(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			host.PlayLandlockABI(t, tc.abi)
+			host.PlayKernelWithout(t, tc.seccomp, tc.namespaces)
 			root := t.TempDir()
 			logger, logs := logged()
 			reg := load(t, pluginDir(t, "sandbox", "test", "clock"), &host.Options{

@@ -172,6 +172,9 @@ func pluginsCommand() *command {
 func printSandbox(w io.Writer, r host.PluginReport) {
 	s := r.Sandbox
 	fmt.Fprintf(w, "  sandbox: %s\n", s.Status())
+	if len(s.Walls) > 0 {
+		fmt.Fprintf(w, "    walls:   %s\n", strings.Join(s.Walls, "; "))
+	}
 	fmt.Fprintf(w, "    asked:   %s\n", s.Asked)
 	fmt.Fprintf(w, "    granted: %s%s\n", s.Granted, systemNote(s.Granted))
 	if r.MCP != "" {

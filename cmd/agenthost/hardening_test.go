@@ -50,6 +50,7 @@ func TestListingsCannotBeForged(t *testing.T) {
 		"  tools: fine\n" +
 		`  refused: invalid tool: name "bad\nname" must match ^[a-zA-Z0-9_-]{1,64}$` + "\n" +
 		"  sandbox: enforced (" + sandbox.Probe().String() + ")\n" +
+		wallsLine() +
 		"    asked:   nothing beyond the defaults\n" +
 		"    granted: roots read-write; the system read-only\n" +
 		`"` + filepath.Join(dir, "agenthost-plugin-x") + `\n[ERROR] forged\x1b[31m"` + "\n" +
@@ -153,4 +154,20 @@ func TestCtrlCOnCallIsACancel(t *testing.T) {
 	if strings.Contains(stderr.String(), "did not answer") || strings.Contains(stderr.String(), "deadline") {
 		t.Errorf("a cancel reported as a missed deadline:\n%s", stderr.String())
 	}
+}
+
+// wallsLine is the walls line that agenthost plugins prints, on this
+// kernel, for a plugin without the network and with the default limits.
+func wallsLine() string {
+	walls := []string{sandbox.Probe().String()}
+	if sandbox.SeccompSupport() == nil {
+		walls = append(walls, "seccomp")
+	}
+	if sandbox.NamespaceSupport() == nil {
+		walls = append(walls, "its own user, PID, mount and network namespaces")
+	} else {
+		walls = append(walls, "a child subreaper that ends what it leaves behind")
+	}
+	walls = append(walls, "limits: "+host.DefaultLimits.String())
+	return "    walls:   " + strings.Join(walls, "; ") + "\n"
 }

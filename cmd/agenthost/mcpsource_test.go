@@ -163,6 +163,7 @@ func TestMCPSourceClaudeDesktopConfig(t *testing.T) {
 				"  mcp-servers/everything 2.0.0 (MCP server over stdio)\n" +
 				"  tools: " + strings.Join(toolColumn(lines[1:]), ", ") + "\n" +
 				"  sandbox: enforced (" + sandbox.Probe().String() + ")\n" +
+				wallsLine() +
 				"    asked:   nothing beyond the defaults\n" +
 				"    granted: roots read-write, read " + filepath.Join(mcptest.Dir(t), "node_modules") + "; the system read-only\n" +
 				"    more: \"grant\" in its mcpServers entry, or --grant mcp:everything=ITEM,...\n",
