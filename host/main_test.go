@@ -38,8 +38,8 @@ func TestMain(m *testing.M) {
 }
 
 // runHostHelper loads the plugins in dir, has the test plugin start a
-// child process, prints "PLUGIN <pid>" and "CHILD <pid>", and waits to be
-// killed.
+// child process and a grandchild in a session of its own, prints
+// "PLUGIN <pid>", "CHILD <pid>" and "HELD <pid>", and waits to be killed.
 func runHostHelper(dir string) {
 	ctx := context.Background()
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, &host.Options{Logger: hclog.NewNullLogger(), Grants: execGrant("test")})
@@ -49,6 +49,7 @@ func runHostHelper(dir string) {
 	}
 	fmt.Println("PLUGIN", reg.Execute(ctx, "pid", nil))
 	fmt.Println("CHILD", reg.Execute(ctx, "spawn", nil))
+	fmt.Println("HELD", reg.Execute(ctx, "hold", nil))
 	select {}
 }
 

@@ -332,12 +332,13 @@ const mcpHelperEnv = "AGENTHOST_TEST_MCP_HELPER"
 func runMCPHostHelper(bin string) {
 	ctx := context.Background()
 	reg, err := host.NewDefaultToolRegistry(ctx, os.TempDir(), &host.Options{Logger: hclog.NewNullLogger(), CacheDir: host.NoCache,
-		MCPServers: []host.MCPServer{{Name: "hostile", Command: bin}}})
+		MCPServers: []host.MCPServer{{Name: "hostile", Command: bin, Grant: host.Grant{Permissions: sdk.Permissions{Exec: true}}}}})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
 	fmt.Println("SERVER", reg.Execute(ctx, "pid", nil))
+	fmt.Println("ESCAPED", reg.Execute(ctx, "escape", nil))
 	select {}
 }
 
@@ -353,14 +354,18 @@ func TestMCPNoServerOutlivesAKilledHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	pid := atoi(t, readLines(t, bufio.NewScanner(stdout), "SERVER")["SERVER"])
-	if !alive(pid) {
-		t.Fatal("the server is not running before the kill")
+	got := readLines(t, bufio.NewScanner(stdout), "SERVER", "ESCAPED")
+	pid, escaped := atoi(t, got["SERVER"]), atoi(t, got["ESCAPED"])
+	if !alive(pid) || !alive(escaped) {
+		t.Fatal("the server or its child in a session of its own is not running before the kill")
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, pid, "the MCP server of the killed host")
+	// It left its process group and its session: its sandbox's PID
+	// namespace ends it all the same.
+	waitGone(t, escaped, "the child in a session of its own of the killed host's MCP server")
 }
 
 func TestMCPPrefixAndDuplicates(t *testing.T) {

@@ -464,16 +464,19 @@ func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 	}
 	// Kill before Wait: after a failure the helper would wait forever.
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	got := readLines(t, bufio.NewScanner(stdout), "PLUGIN", "CHILD")
-	pid, child := atoi(t, got["PLUGIN"]), atoi(t, got["CHILD"])
-	if !alive(pid) || !alive(child) {
-		t.Fatal("the plugin or its child is not running before the kill")
+	got := readLines(t, bufio.NewScanner(stdout), "PLUGIN", "CHILD", "HELD")
+	pid, child, held := atoi(t, got["PLUGIN"]), atoi(t, got["CHILD"]), atoi(t, got["HELD"])
+	if !alive(pid) || !alive(child) || !alive(held) {
+		t.Fatal("the plugin, its child or its grandchild is not running before the kill")
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, pid, "the plugin of the killed host")
 	waitGone(t, child, "the child of the killed host's plugin")
+	// It left the plugin's process group and session: the sandbox's PID
+	// namespace ends it all the same.
+	waitGone(t, held, "the grandchild in a session of its own of the killed host's plugin")
 	// Nor do the plugins' sockets: the plugins removed them.
 	eventually(t, "the host's temporary directory is empty", func() bool {
 		left, err := os.ReadDir(tmp)

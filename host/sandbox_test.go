@@ -67,6 +67,7 @@ const (
 	unixSocket   = "connect to a unix socket file outside the roots"
 	sendUDP      = "send a UDP datagram to the host's listener"
 	allocate     = "map 5 GiB of memory"
+	readTheirs   = "read another user's file in the root (as root)"
 	rootWork     = "read and write in the root"
 )
 
@@ -75,6 +76,9 @@ type sandboxWorld struct {
 	root    string // the workspace root, holding file and link (to secret)
 	home    string // HOME, holding declared/secret
 	outside string // outside the roots, the home and TMPDIR, holding secret
+	// theirs is a file in the root of another user's, mode 0600, made
+	// when the test runs as root; "" otherwise.
+	theirs  string
 	winches atomic.Int32
 }
 
@@ -97,6 +101,13 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 	writeFile(t, filepath.Join(w.root, "file"), "inside\n")
 	if err := os.Symlink(filepath.Join(w.outside, "secret"), filepath.Join(w.root, "link")); err != nil {
 		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		w.theirs = filepath.Join(w.root, "theirs")
+		writeFile(t, w.theirs, "theirs\n")
+		if err := os.Chown(w.theirs, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("HOME", w.home)
 	t.Setenv("TMPDIR", scratch)
@@ -211,7 +222,7 @@ type attack struct {
 // the files they make, so that scenarios running at once do not meet.
 func (w *sandboxWorld) attacks(tg *target, scenario string) []attack {
 	host := strconv.Itoa(os.Getpid())
-	return []attack{
+	attacks := []attack{
 		{readOutside, "read", filepath.Join(w.outside, "secret"), denied},
 		{readDeclared, "read", filepath.Join(w.home, "declared", "secret"), denied},
 		{writeHome, "write_home", "pwned-" + scenario, denied},
@@ -231,6 +242,11 @@ func (w *sandboxWorld) attacks(tg *target, scenario string) []attack {
 		{allocate, "alloc", strconv.Itoa(5 << 30), noMemory},
 		{rootWork, "rw", filepath.Join(w.root, "work-"+scenario), allowed},
 	}
+	if w.theirs != "" {
+		// Root's capabilities over files are gone with the others.
+		attacks = append(attacks, attack{readTheirs, "read", w.theirs, denied})
+	}
+	return attacks
 }
 
 // sandboxScenario is one way of loading the sandboxplugin.

@@ -340,8 +340,13 @@ func stageMain() int {
 			return fail(failedProgram, fmt.Errorf("becoming a child subreaper: %w", err))
 		}
 	}
-	if err := SetLimits(spec.Limits, spec.Namespaces); err != nil {
-		return fail(failedProgram, err)
+	// The limits are the stage's, which the program inherits; a stage
+	// built with the race detector gives them to the program alone, once
+	// it runs (see raceEnabled).
+	if !raceEnabled {
+		if err := SetLimits(spec.Limits, spec.Namespaces); err != nil {
+			return fail(failedProgram, err)
+		}
 	}
 	cmd, policy := spec.command()
 	// Handled, not ignored: an ignored signal would stay ignored in the
@@ -354,6 +359,12 @@ func stageMain() int {
 		return fail(failedProgram, err)
 	}
 	defer proc.Release()
+	if raceEnabled {
+		if err := setLimitsOf(cmd.Process.Pid, spec.Limits, spec.Namespaces); err != nil {
+			_ = cmd.Process.Kill()
+			return fail(failedProgram, err)
+		}
+	}
 	// The stage keeps no end of the program's stdio, which tells the
 	// host that the program is done when the program closes it.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {

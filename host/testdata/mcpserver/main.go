@@ -1,8 +1,10 @@
 // Command mcpserver is an MCP server over stdio whose tools misbehave on
 // request, for the host's tests of MCP servers as tool sources: it
-// crashes, sleeps past deadlines, spawns children, reads files the
-// sandbox may forbid and changes its list of tools; one of its tools has
-// structured results, and another breaks its output schema.
+// crashes, sleeps past deadlines, spawns children (one in a session of
+// its own, to outlive it), reads files the sandbox may forbid, sends
+// datagrams, dials unix sockets and changes its list of tools; one of
+// its tools has structured results, and another breaks its output
+// schema.
 package main
 
 import (
@@ -10,10 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -105,6 +109,36 @@ func main() {
 				return nil, nil, err
 			}
 			return text(pidAnswer(cmd.Process.Pid)), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "escape", Description: "Start a child that sleeps in a session of its own, and return its pid."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			cmd := exec.Command("sleep", "1000")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := cmd.Start(); err != nil {
+				return nil, nil, err
+			}
+			return text(pidAnswer(cmd.Process.Pid)), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "udp", Description: "Send a datagram to the UDP port text of 127.0.0.1."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			c, err := net.Dial("udp", "127.0.0.1:"+in.Text)
+			if err == nil {
+				_, err = c.Write([]byte("exfiltrated"))
+				c.Close()
+			}
+			if err != nil {
+				return text(err.Error()), nil, nil
+			}
+			return text("sent"), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "dial", Description: "Connect to the unix socket at path."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			c, err := net.Dial("unix", in.Path)
+			if err != nil {
+				return text(err.Error()), nil, nil
+			}
+			c.Close()
+			return text("connected"), nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "grow", Description: "Add the tool grown, and say so to the client."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
