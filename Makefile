@@ -63,8 +63,10 @@ test: $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_module
 
 # bench measures the plugin call path against an in-process call (and
 # against the same plugin without its sandbox); one plugin's launch with
-# its sandbox and without, and a bare process start with a plugin's
-# Landlock ruleset and without; the lifecycle figures side by side (per-call
+# its sandbox and without; a run_bash command that does nothing, after a
+# pause and back to back; a bare process start with a plugin's Landlock
+# ruleset and filter and without, and in a sandbox of its own (the
+# stage, namespaces) against that; the lifecycle figures side by side (per-call
 # p50/p99 of a direct call, an in-process tool and a plugin tool through
 # the registry, and a raw gRPC echo between two processes; plugin
 # throughput with 1 and 8 callers; the RSS of an idle plugin and of a host
@@ -84,7 +86,8 @@ test: $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_module
 # beside its target. It installs nothing.
 bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(Execute|RegistryOverhead|LoadPlugins|Launch)$$' -benchmem -count 3 ./host/
-	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -count 6 ./internal/sandbox/
+	$(GO) test -run '^$$' -bench '^BenchmarkRunBash$$' -benchtime 40x -count 3 ./host/
+	$(GO) test -run '^$$' -bench '^BenchmarkStart(Isolated)?$$' -count 6 ./internal/sandbox/
 	$(GO) test -run '^$$' -bench '^BenchmarkLifecycle' -benchtime 2s ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkMCP$$' -benchtime 3000x -count 3 ./host/
 	$(GO) test -run '^$$' -bench '^BenchmarkStartup$$' -benchtime 30x ./cmd/agenthost/

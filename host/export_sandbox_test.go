@@ -23,12 +23,13 @@ func PlayLandlockABI(t testing.TB, abi int) {
 // (namespaces set), for the reasons given: as PlayLandlockABI, what it
 // reports, warns of and refuses.
 func PlayKernelWithout(t testing.TB, seccomp, namespaces error) {
-	oldSeccomp, oldNS := probeSeccomp, probeNamespaces
+	oldSeccomp, oldNS, oldKnown := probeSeccomp, probeNamespaces, knownNamespaces
 	if seccomp != nil {
 		probeSeccomp = func() error { return seccomp }
 	}
 	if namespaces != nil {
 		probeNamespaces = func() error { return namespaces }
+		knownNamespaces = probeNamespaces
 	}
-	t.Cleanup(func() { probeSeccomp, probeNamespaces = oldSeccomp, oldNS })
+	t.Cleanup(func() { probeSeccomp, probeNamespaces, knownNamespaces = oldSeccomp, oldNS, oldKnown })
 }

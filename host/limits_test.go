@@ -13,7 +13,7 @@ import (
 // names the limit and the grant that raises it.
 func TestRunBashLimits(t *testing.T) {
 	t.Parallel()
-	_, g, err := host.ParseGrant("bash=file-size:1MiB,memory:256MiB")
+	_, g, err := host.ParseGrant("bash=file-size:1MiB,memory:256MiB,processes:400")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,11 @@ func TestRunBashLimits(t *testing.T) {
 		"memory past the limit": {
 			command: "/usr/bin/python3 -c 'x = bytearray(512 << 20)'",
 			stderr:  "[the command ran into the memory limit of its sandbox, 256 MiB a process: a retry will fail the same way; the user can raise it with --grant bash=memory:SIZE]",
+			exit:    1,
+		},
+		"processes past the limit": {
+			command: "/usr/bin/python3 -c 'import threading, time\nfor _ in range(600): threading.Thread(target=time.sleep, args=(5,), daemon=True).start()'",
+			stderr:  "[the command ran into the process limit of its sandbox, 400 processes and threads: a retry will fail the same way; the user can raise it with --grant bash=processes:N]",
 			exit:    1,
 		},
 		"within the limits": {command: "head -c 100000 /dev/zero > small && /usr/bin/python3 -c 'x = bytearray(64 << 20)'"},

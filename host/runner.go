@@ -148,7 +148,11 @@ func (r *groupRunner) Start(context.Context) error {
 		close(r.finished)
 		return err
 	}
-	r.pid = r.cmd.Process.Pid
+	if r.proc != nil {
+		r.pid = r.proc.Pid()
+	} else {
+		r.pid = r.cmd.Process.Pid
+	}
 	r.logger.Debug("plugin started", "path", r.path, "pid", r.pid)
 
 	var copies sync.WaitGroup
@@ -179,7 +183,11 @@ func (r *groupRunner) Start(context.Context) error {
 		// cmd's stdout and stderr are files, so Wait does not wait for
 		// the pipes: only for the process. Under a sandbox's stage, that
 		// is the stage; it says how the program ended.
-		r.waitErr = r.cmd.Wait()
+		if r.proc != nil {
+			r.waitErr = r.proc.Wait()
+		} else {
+			r.waitErr = r.cmd.Wait()
+		}
 		if ws, ok := r.proc.ExitStatus(); ok {
 			r.waitErr = waitError(ws)
 		}

@@ -194,6 +194,9 @@ var (
 	probeSandbox    = sandbox.Probe
 	probeSeccomp    = sandbox.SeccompSupport
 	probeNamespaces = sandbox.NamespaceSupport
+	// knownNamespaces is what a start found out of namespaces, without
+	// starting a probe: nil when it found nothing yet.
+	knownNamespaces = func() error { _, err := sandbox.NamespacesKnown(); return err }
 )
 
 // sandboxConfig is the registry's sandbox settings, shared by its plugins.
@@ -342,7 +345,7 @@ func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) 
 		rep.NotEnforced = []string{support.String()}
 		return rep
 	}
-	rep.NotEnforced = missingWalls(support)
+	rep.NotEnforced = missingWalls(support, probeNamespaces)
 	rep.Walls = []string{support.String()}
 	if probeSeccomp() == nil {
 		rep.Walls = append(rep.Walls, "seccomp")
@@ -356,8 +359,8 @@ func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) 
 		rep.Walls = append(rep.Walls, "its own user, PID, mount and network namespaces")
 	}
 	rep.Walls = append(rep.Walls, "limits: "+rep.Limits.String())
-	if os.Geteuid() == 0 && rep.Limits.Processes != Unlimited && !sandbox.PidsGroupsAvailable() {
-		rep.NotEnforced = append(rep.NotEnforced, "the process limit: the kernel counts no process of root's, and no cgroup v1 pids controller is writable")
+	if os.Geteuid() == 0 && rep.Limits.Processes != Unlimited && (probeNamespaces() != nil || !sandbox.PIDMaxPerNamespace()) {
+		rep.NotEnforced = append(rep.NotEnforced, "the process limit: no rlimit counts root's processes, and the kernel gives no PID namespace a pid_max of its own (Linux 6.14)")
 	}
 	return rep
 }
@@ -384,13 +387,16 @@ func (e errSandboxRequired) Error() string {
 
 // missingWalls names the walls of the sandbox that the kernel does not
 // put up: Landlock's restrictions its ABI lacks, the system call filter,
-// namespaces.
-func missingWalls(support sandbox.Support) []string {
+// and namespaces, as namespaces says (nil: not at all).
+func missingWalls(support sandbox.Support, namespaces func() error) []string {
 	missing := support.Missing()
 	if err := probeSeccomp(); err != nil {
 		missing = append(missing, "a system call filter (seccomp): "+err.Error())
 	}
-	if err := probeNamespaces(); err != nil {
+	if namespaces == nil {
+		return missing
+	}
+	if err := namespaces(); err != nil {
 		missing = append(missing, "namespaces of its own ("+err.Error()+")")
 	}
 	return missing
@@ -403,7 +409,9 @@ func (c *sandboxConfig) warnUnenforced() {
 		return
 	}
 	support := probeSandbox()
-	missing := missingWalls(support)
+	// What starts found out, not a probe of its own: the warning comes
+	// with the first start that finds namespaces missing.
+	missing := missingWalls(support, knownNamespaces)
 	if support.Enforced() && len(missing) == 0 {
 		return
 	}
@@ -426,7 +434,11 @@ func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits 
 	}
 	support := probeSandbox()
 	if c.mode == SandboxRequire {
-		if missing := missingWalls(support); !support.Enforced() || len(missing) > 0 {
+		// Namespaces are not required: where the kernel gives none (a
+		// container's default seccomp profile refuses them), a subreaper
+		// ends what a plugin leaves behind instead, and the report says
+		// so.
+		if missing := missingWalls(support, nil); !support.Enforced() || len(missing) > 0 {
 			return nil, errSandboxRequired{support, missing}
 		}
 	}
@@ -483,13 +495,12 @@ const SandboxEnv = sandbox.Env
 // sandboxEnvValue is SandboxEnv set to perms, paths expanded, as JSON.
 func sandboxEnvValue(perms sdk.Permissions) string {
 	data, _ := json.Marshal(sandbox.Granted{
-		Roots:          perms.Roots.String(),
-		Read:           expandPaths(perms.Read),
-		Write:          expandPaths(perms.Write),
-		Network:        perms.Network,
-		Exec:           perms.Exec,
-		UnixSockets:    perms.UnixSockets,
-		PrivateNetwork: !perms.Network && sandbox.NamespaceSupport() == nil,
+		Roots:       perms.Roots.String(),
+		Read:        expandPaths(perms.Read),
+		Write:       expandPaths(perms.Write),
+		Network:     perms.Network,
+		Exec:        perms.Exec,
+		UnixSockets: perms.UnixSockets,
 	})
 	return SandboxEnv + "=" + string(data)
 }

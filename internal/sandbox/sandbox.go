@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 )
@@ -111,6 +112,10 @@ type Policy struct {
 	PrivateNetwork bool
 	// Limits bound what each process of the sandbox may use.
 	Limits Limits
+
+	// etcMasked: /etc's secrets are covered in the process's mount
+	// namespace (see etcRules).
+	etcMasked bool
 }
 
 // Limits bound a sandboxed process and what it starts, with resource
@@ -161,9 +166,6 @@ type Granted struct {
 	Network     bool     `json:"network,omitempty"`
 	Exec        bool     `json:"exec,omitempty"`
 	UnixSockets bool     `json:"unix_sockets,omitempty"`
-	// PrivateNetwork: the plugin runs in a network namespace of its own
-	// (see Policy.PrivateNetwork), which what it starts shares.
-	PrivateNetwork bool `json:"private_network,omitempty"`
 }
 
 // ErrUnsupported is returned by Start when the kernel has no Landlock.
@@ -226,9 +228,9 @@ var features = []struct {
 
 // Process is a process that Start started in its sandbox.
 type Process struct {
+	// cmd is the command started: the caller's, or the stage's.
+	cmd     *exec.Cmd
 	release func()
-	// group is the pids cgroup of its sandbox, removed by Release.
-	group string
 	// isolated: it runs in namespaces of its own (Policy.Isolate, and the
 	// kernel let it).
 	isolated bool
@@ -249,8 +251,15 @@ func (p *Process) Release() {
 	if p.release != nil {
 		p.release()
 	}
-	removeGroup(p.group)
 }
+
+// Pid is the process's id: the program's, or its stage's.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Wait waits for the process to end, as exec.Cmd's Wait does: the
+// program, or its stage, which ends once the program has. ExitStatus
+// says how the program ended.
+func (p *Process) Wait() error { return p.cmd.Wait() }
 
 // Isolated reports whether the process runs in namespaces of its own.
 func (p *Process) Isolated() bool { return p != nil && p.isolated }

@@ -111,13 +111,32 @@ func (p *Policy) ruleset(abi int) (int, error) {
 	if errno != 0 {
 		return -1, fmt.Errorf("creating the Landlock ruleset: %w", errno)
 	}
-	for _, r := range p.Rules {
+	for _, r := range p.rules() {
 		if err := addRule(int(fd), r, attr.Access_fs); err != nil {
 			unix.Close(int(fd))
 			return -1, err
 		}
 	}
 	return int(fd), nil
+}
+
+// rules are p's rules as the kernel gets them: a rule that lets the
+// process read /etc becomes rules for every entry of /etc but its
+// secrets, when it could read one and they are not covered already
+// (etcMasked).
+func (p *Policy) rules() []Rule {
+	if p.etcMasked || len(etcSecretPaths()) == 0 {
+		return p.Rules
+	}
+	var out []Rule
+	for _, r := range p.Rules {
+		if r.Path == "/etc" && r.File == nil && r.Access&^List == Read {
+			out = append(out, etcRules()...)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // addRule adds r to the ruleset; a path that does not exist is skipped.
@@ -172,7 +191,8 @@ func addRule(ruleset int, r Rule, handled uint64) error {
 // On a kernel with an older ABI, what that ABI can restrict is
 // (Support.Missing says what is not).
 //
-// The caller calls the Process's Release once the process has ended.
+// The caller waits for the process with the Process's Wait (cmd's own,
+// when there is no stage), and calls its Release once it has ended.
 // The kernel sends a parent-death signal (SysProcAttr.Pdeathsig) when
 // the thread that started the process ends, not when the host does; so
 // the thread that started it, when cmd asks for such a signal (the stage
@@ -185,22 +205,12 @@ func Start(cmd *exec.Cmd, p *Policy) (*Process, error) {
 	if p.Isolate {
 		return startStaged(cmd, p)
 	}
-	ruleset, err := p.ruleset(s.ABI)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(ruleset)
-	var filter *Filter
-	if SeccompSupport() == nil {
-		f := p.filter()
-		filter = &f
-	}
 	keep := cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0
-	release, err := onThread(keep, func() error { return startRestricted(cmd, ruleset, filter) })
+	release, err := onThread(keep, func() error { return startOnThisThread(cmd, p) })
 	if err != nil {
 		return nil, err
 	}
-	return &Process{release: release}, nil
+	return &Process{cmd: cmd, release: release}, nil
 }
 
 // onThread runs start on a thread of its own (goLocked), and when start

@@ -126,7 +126,7 @@ func confined(t *testing.T, p *Policy, act, arg string) string {
 		t.Fatalf("Start: %v", err)
 	}
 	defer proc.Release()
-	if err := cmd.Wait(); err != nil {
+	if err := proc.Wait(); err != nil {
 		t.Fatalf("%s %s: %v: %s", act, arg, err, out.String())
 	}
 	return strings.TrimSpace(out.String())
@@ -326,7 +326,7 @@ func BenchmarkStart(b *testing.B) {
 						b.Fatal(err)
 					}
 					f.Close()
-					if err := cmd.Wait(); err != nil {
+					if err := proc.Wait(); err != nil {
 						b.Fatal(err)
 					}
 					proc.Release()

@@ -18,7 +18,11 @@ func Start(cmd *exec.Cmd, p *Policy) (*Process, error) { return nil, ErrUnsuppor
 // NamespaceSupport reports that this system gives no namespaces.
 func NamespaceSupport() error { return errors.New("namespaces are a Linux feature") }
 
-// PidsGroupsAvailable reports that there are no cgroups here.
-func PidsGroupsAvailable() bool { return false }
+// NamespacesKnown reports that this system gives no namespaces.
+func NamespacesKnown() (bool, error) { return true, NamespaceSupport() }
 
-func removeGroup(string) {}
+// PIDMaxPerNamespace reports that there are no PID namespaces here.
+func PIDMaxPerNamespace() bool { return false }
+
+// Parent reports that it cannot tell a process's parent here.
+func Parent(int) (int, bool) { return 0, false }

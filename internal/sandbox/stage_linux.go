@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -89,9 +90,6 @@ type stageSpec struct {
 	// sets them up; PrivateNetwork: a network namespace among them.
 	Namespaces     bool
 	PrivateNetwork bool
-	// PidsGroup is the cgroup the stage joins first, which bounds the
-	// sandbox's processes (see newPidsGroup); "": none.
-	PidsGroup string
 	// Probe: set the namespaces up, report, and exit, starting nothing.
 	Probe bool
 }
@@ -110,32 +108,83 @@ func init() {
 	}
 }
 
-// namespaceSupport is why the kernel lets this process start no sandbox
-// in namespaces of its own, or nil when it does: found once, by starting
-// a stage that sets them up and exits.
-var namespaceSupport = sync.OnceValue(func() error {
-	cmd := &exec.Cmd{}
-	st, err := launchStage(cmd, stageSpec{Probe: true, Namespaces: true, PrivateNetwork: true}, nil, true)
-	if err != nil {
-		return err
-	}
-	_ = cmd.Wait()
-	st.Release()
-	return nil
-})
+// namespaces is what this process knows of the namespaces the kernel
+// gives it: whether it has tried (known), and why it gives none (err).
+// The first isolated start finds out, and falls back to a stage without
+// namespaces when they fail; NamespaceSupport asks when no start has.
+var namespaces struct {
+	sync.Mutex
+	known bool
+	err   error
+}
+
+// NamespacesKnown returns whether a process of Policy.Isolate gets
+// namespaces of its own, when a start has found out: known, and nil or
+// why not. It starts nothing (see NamespaceSupport).
+func NamespacesKnown() (known bool, err error) { return namespacesKnown() }
+
+// namespacesKnown returns whether namespaces work, when known.
+func namespacesKnown() (known bool, err error) {
+	namespaces.Lock()
+	defer namespaces.Unlock()
+	return namespaces.known, namespaces.err
+}
+
+// learnNamespaces records whether namespaces work: err is nil, or why
+// not.
+func learnNamespaces(err error) {
+	namespaces.Lock()
+	defer namespaces.Unlock()
+	namespaces.known, namespaces.err = true, err
+}
+
+// errWalls is a stage's failure to set up its namespaces.
+type errWalls struct{ err error }
+
+func (e errWalls) Error() string { return "setting up the sandbox's namespaces: " + e.err.Error() }
+func (e errWalls) Unwrap() error { return e.err }
 
 // NamespaceSupport reports whether a process of Policy.Isolate gets
 // namespaces of its own (user, PID with its own /proc, mount, network):
-// nil, or why not. It is found out once per process, by starting a
-// stage (about 3 ms).
-func NamespaceSupport() error { return namespaceSupport() }
+// nil, or why not. It is known once a sandbox has started; before, it is
+// found out by starting a stage that sets them up and exits (about 3
+// ms).
+func NamespaceSupport() error {
+	if known, err := namespacesKnown(); known {
+		return err
+	}
+	proc, err := launchStage(&exec.Cmd{}, stageSpec{Probe: true, Namespaces: true, PrivateNetwork: true}, nil, true)
+	if err == nil {
+		err = proc.Wait()
+	}
+	var walls errWalls
+	if err == nil || errors.As(err, &walls) {
+		learnNamespaces(err)
+	}
+	return err
+}
 
 // startStaged starts cmd under a stage, in namespaces of its own when
-// the kernel allows them. cmd becomes the stage's command: its Process is
-// the stage's, and its Wait waits for the stage, which the program's
-// end ends; the Process returned says how the program ended.
+// the kernel allows them, and else, once it has said so, without. The
+// Process returned is the stage's, whose end follows the program's, and
+// says how the program ended; cmd itself is not started.
 func startStaged(cmd *exec.Cmd, p *Policy) (*Process, error) {
-	ns := NamespaceSupport() == nil
+	known, nsErr := namespacesKnown()
+	ns := !known || nsErr == nil
+	proc, err := startStage(cmd, p, ns)
+	var walls errWalls
+	if ns && !known && errors.As(err, &walls) {
+		learnNamespaces(err)
+		return startStage(cmd, p, false)
+	}
+	if ns && !known && err == nil {
+		learnNamespaces(nil)
+	}
+	return proc, err
+}
+
+// startStage starts cmd under a stage, in namespaces of its own with ns.
+func startStage(cmd *exec.Cmd, p *Policy, ns bool) (*Process, error) {
 	spec := stageSpec{
 		Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
 		Files:       len(cmd.ExtraFiles),
@@ -166,29 +215,35 @@ func startStaged(cmd *exec.Cmd, p *Policy) (*Process, error) {
 		}
 		spec.Rules = append(spec.Rules, sr)
 	}
-	group, err := newPidsGroup(p.Limits.Processes)
-	if err != nil {
-		return nil, err
-	}
-	spec.PidsGroup = group
-	proc, err := launchStage(cmd, spec, append(cmd.ExtraFiles, ruleFiles...), ns)
-	if err != nil {
-		removeGroup(group)
-		return nil, err
-	}
-	proc.group = group
-	return proc, nil
+	stage := &exec.Cmd{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, SysProcAttr: cmd.SysProcAttr}
+	return launchStage(stage, spec, append(slices.Clone(cmd.ExtraFiles), ruleFiles...), ns)
 }
 
-// removeGroup removes the pids group dir, once its processes have ended.
-func removeGroup(dir string) {
-	if dir != "" {
-		_ = unix.Rmdir(dir)
-	}
+// launcher is a thread of the host's own, locked to a goroutine that
+// never returns, that starts every stage: a stage's parent-death signal
+// is tied to the thread that started it, which so lives as long as the
+// host. Go's process starts take turns anyway (syscall.ForkLock).
+var launcher = sync.OnceValue(func() chan func() {
+	ch := make(chan func())
+	goLocked(func() {
+		for f := range ch {
+			f()
+		}
+	})
+	return ch
+})
+
+// onLauncher runs f on the launcher thread, and returns its error.
+func onLauncher(f func() error) error {
+	done := make(chan error, 1)
+	launcher() <- func() { done <- f() }
+	return <-done
 }
 
-// launchStage makes cmd the stage's command, starts it (in new
-// namespaces, with ns), gives it spec, and waits for its first report.
+// launchStage makes cmd, which has the program's stdio and process
+// group, the stage's command, starts it (in new namespaces, with ns),
+// gives it spec, and waits for its first report. A kernel that refuses
+// the namespaces is an errWalls.
 func launchStage(cmd *exec.Cmd, spec stageSpec, files []*os.File, ns bool) (*Process, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -229,16 +284,19 @@ func launchStage(cmd *exec.Cmd, spec stageSpec, files []*os.File, ns bool) (*Pro
 	cmd.ExtraFiles = append([]*os.File{specR, reportW}, files...)
 	cmd.SysProcAttr = attr
 
-	// The stage's parent-death signal is tied to the thread that starts
-	// it: a thread kept until Release.
-	release, err := onThread(true, cmd.Start)
+	err = onLauncher(cmd.Start)
 	if err != nil {
 		reportR.Close()
+		if ns && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)) {
+			// The kernel refused a namespace (unprivileged user
+			// namespaces off, a container's seccomp profile, a limit).
+			return nil, errWalls{fmt.Errorf("making namespaces: %w", err)}
+		}
 		return nil, fmt.Errorf("starting the sandbox's first process: %w", err)
 	}
 	specR.Close()
 	reportW.Close()
-	proc := &Process{release: release, isolated: ns, read: make(chan struct{})}
+	proc := &Process{cmd: cmd, isolated: ns, read: make(chan struct{})}
 	err = json.NewEncoder(specW).Encode(spec)
 	specW.Close()
 	if err == nil {
@@ -248,7 +306,6 @@ func launchStage(cmd *exec.Cmd, spec stageSpec, files []*os.File, ns bool) (*Pro
 		reportR.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		release()
 		return nil, err
 	}
 	go proc.readEnd(reportR)
@@ -277,7 +334,7 @@ func (p *Process) readStart(r io.Reader, path string) error {
 	text := string(msg[5:])
 	switch {
 	case msg[0] == failedWalls:
-		return fmt.Errorf("setting up the sandbox's namespaces: %s", text)
+		return errWalls{errors.New(text)}
 	case errno != 0:
 		// As os/exec says it, so that callers can tell the errno.
 		return &os.PathError{Op: "fork/exec", Path: path, Err: errno}
@@ -321,13 +378,9 @@ func stageMain() int {
 		return fail(failedProgram, fmt.Errorf("reading what to start: %w", err))
 	}
 	specFile.Close()
-	if spec.PidsGroup != "" {
-		if err := joinGroup(spec.PidsGroup); err != nil {
-			return fail(failedProgram, err)
-		}
-	}
+
 	if spec.Namespaces {
-		if err := setUpNamespaces(spec.PrivateNetwork); err != nil {
+		if err := setUpNamespaces(spec.PrivateNetwork, spec.Limits.Processes); err != nil {
 			return fail(failedWalls, err)
 		}
 	}
@@ -349,16 +402,15 @@ func stageMain() int {
 		}
 	}
 	cmd, policy := spec.command()
+	policy.etcMasked = spec.Namespaces
 	// Handled, not ignored: an ignored signal would stay ignored in the
 	// program.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	host := os.Getppid()
-	proc, err := Start(cmd, policy)
-	if err != nil {
+	if err := startOnThisThread(cmd, policy); err != nil {
 		return fail(failedProgram, err)
 	}
-	defer proc.Release()
 	if raceEnabled {
 		if err := setLimitsOf(cmd.Process.Pid, spec.Limits, spec.Namespaces); err != nil {
 			_ = cmd.Process.Kill()
@@ -402,6 +454,32 @@ func stageMain() int {
 	}
 }
 
+// startOnThisThread starts cmd in policy from the calling thread, which
+// it restricts for good, as Start does on a thread of its own. The stage
+// calls it from its init, which runs on the main thread, locked to it:
+// the stage itself enters the program's Landlock domain, in which it may
+// still signal the program and read /proc, and behind its filter, which
+// lets it reap, signal and report; it needs no capability any more. A
+// thread the program's parent-death signal is tied to lives as long as
+// the stage.
+func startOnThisThread(cmd *exec.Cmd, p *Policy) error {
+	s := Probe()
+	if !s.Enforced() {
+		return ErrUnsupported
+	}
+	ruleset, err := p.ruleset(s.ABI)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ruleset)
+	var filter *Filter
+	if SeccompSupport() == nil {
+		f := p.filter()
+		filter = &f
+	}
+	return startRestricted(cmd, ruleset, filter)
+}
+
 // command is the program to start, and its policy.
 func (spec *stageSpec) command() (*exec.Cmd, *Policy) {
 	path := spec.Path
@@ -429,18 +507,84 @@ func (spec *stageSpec) command() (*exec.Cmd, *Policy) {
 
 // setUpNamespaces sets up the stage's namespaces: a /proc of its PID
 // namespace, mounted in its mount namespace, whose mounts go nowhere
-// else; and, in a network namespace of its own, the loopback interface
-// up.
-func setUpNamespaces(privateNetwork bool) error {
+// else; /etc's secrets covered (maskEtcSecrets); the processes of the
+// PID namespace bounded (boundPIDs); and, in a network namespace of its
+// own, the loopback interface up.
+func setUpNamespaces(privateNetwork bool, processes uint64) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
+	}
+	if err := maskEtcSecrets(etcSecretPaths()); err != nil {
+		return fmt.Errorf("covering /etc's secrets: %w", err)
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
+	boundPIDs(processes)
 	if privateNetwork {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("bringing up the loopback interface: %w", err)
+		}
+	}
+	return nil
+}
+
+// minPIDMax is the lowest pid_max the kernel takes.
+const minPIDMax = 301
+
+// boundPIDs bounds the processes and threads of the stage's PID namespace,
+// the stage's own among them, to limit (0: not at all; at least 300), by giving the
+// namespace that pid_max: once its numbers are all in use, a fork fails.
+// The bound counts every process whoever runs it (RLIMIT_NPROC counts
+// none of root's), and costs one write; pid_max is the PID namespace's
+// own from Linux 6.14. An older kernel refuses it, and the sandbox has
+// RLIMIT_NPROC alone.
+func boundPIDs(limit uint64) {
+	if limit == 0 {
+		return
+	}
+	// Numbers from 1 to pid_max-1.
+	_ = os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.FormatUint(max(limit+1, minPIDMax), 10)), 0)
+}
+
+// PIDMaxPerNamespace reports whether the kernel gives each PID namespace
+// a pid_max of its own (Linux 6.14), which boundPIDs sets.
+var PIDMaxPerNamespace = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	_, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return err == nil && (major > 6 || major == 6 && minor >= 14)
+})
+
+// maskEtcSecrets covers each of paths, the secrets of /etc the sandbox
+// could read, with an empty file or directory of mode 0, which a process
+// without capabilities may not open, whoever it is. They come from a
+// tmpfs mounted on /proc, which the /proc of the sandbox is mounted on
+// next: the covers stay, and the tmpfs is out of sight.
+func maskEtcSecrets(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := unix.Mount("tmpfs", "/proc", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0700"); err != nil {
+		return err
+	}
+	file, dir := "/proc/masked-file", "/proc/masked-dir"
+	if err := os.WriteFile(file, nil, 0); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		cover := file
+		if info, err := os.Stat(p); err == nil && info.IsDir() {
+			cover = dir
+		}
+		if err := unix.Mount(cover, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
 		}
 	}
 	return nil

@@ -139,7 +139,7 @@ func isolated(t *testing.T, p Policy, act, arg string) (string, *Process) {
 		t.Fatalf("Start: %v", err)
 	}
 	defer proc.Release()
-	if err := cmd.Wait(); err != nil {
+	if err := proc.Wait(); err != nil {
 		t.Fatalf("%s %s: the stage: %v: %s", act, arg, err, out.String())
 	}
 	return strings.TrimSpace(out.String()), proc

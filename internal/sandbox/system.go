@@ -41,8 +41,8 @@ func System(programs bool) []Rule {
 	for _, d := range programDirs {
 		rules = append(rules, Rule{Path: d, Access: dirAccess})
 	}
-	rules = append(rules, etcRules()...)
 	rules = append(rules,
+		Rule{Path: "/etc", Access: Read},
 		Rule{Path: "/dev/null", Access: Read | Write},
 		Rule{Path: "/dev/full", Access: Read | Write},
 		Rule{Path: "/dev/zero", Access: Read},
@@ -154,34 +154,34 @@ func etcSecretKey(rel string) bool {
 	return ok && strings.HasPrefix(name, "ssh_host_") && strings.HasSuffix(name, "_key")
 }
 
-// etcRules are the rules that let a process read /etc: /etc whole when
-// it could read none of its secrets anyway (an ordinary user), else
-// every entry but the secrets, and in the directories that hold one,
-// every other entry. They are worked out once per process.
-var etcRules = sync.OnceValue(func() []Rule {
-	if !etcSecretReadable() {
-		return []Rule{{Path: "/etc", Access: Read}}
-	}
-	return etcRulesIn("/etc", "")
-})
+// A rule that lets a process read /etc (System's) lets it read all of
+// /etc but its secrets: where the process could read them (a host running
+// as root needs no capability to read a file root owns), a sandbox with a
+// mount namespace of its own (Policy.Isolate) covers each with an empty
+// file or directory (maskEtcSecrets); one without gets a read rule for
+// every other entry of /etc instead of one for /etc (etcRules).
 
-// etcSecretReadable reports whether the calling process could read any
-// of /etc's secrets.
-func etcSecretReadable() bool {
-	if os.Geteuid() == 0 {
-		return true
-	}
-	keys, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
+// etcSecretPaths are the secrets of this system's /etc that the calling
+// process could read, worked out once per process; none for an ordinary
+// user.
+var etcSecretPaths = sync.OnceValue(func() []string {
+	paths, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
 	for _, rel := range etcSecrets {
-		keys = append(keys, filepath.Join("/etc", rel))
+		paths = append(paths, filepath.Join("/etc", rel))
 	}
-	for _, p := range keys {
+	var readable []string
+	for _, p := range paths {
 		if unix.Faccessat(unix.AT_FDCWD, p, unix.R_OK, unix.AT_EACCESS) == nil {
-			return true
+			readable = append(readable, p)
 		}
 	}
-	return false
-}
+	return readable
+})
+
+// etcRules are the read rules of /etc but its secrets: every entry that
+// is no secret and holds none, and in the directories that hold one,
+// every other entry. They are worked out once per process.
+var etcRules = sync.OnceValue(func() []Rule { return etcRulesIn("/etc", "") })
 
 // etcRulesIn lists dir (rel below /etc) and returns a read rule for
 // each entry that is no secret and holds none, and the rules of those

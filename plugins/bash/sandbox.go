@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -35,8 +36,24 @@ var grantedSandbox = sync.OnceValues(func() (*commandSandbox, error) {
 	if err := json.Unmarshal([]byte(v), &perms); err != nil {
 		return nil, fmt.Errorf("reading the plugin's sandbox from %s: %w", sandbox.Env, err)
 	}
-	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network, UnixSockets: perms.UnixSockets, PrivateNetwork: perms.PrivateNetwork}, nil
+	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network, UnixSockets: perms.UnixSockets, PrivateNetwork: !perms.Network && onlyLoopback()}, nil
 })
+
+// onlyLoopback reports whether the plugin's network has no interface but
+// loopback ones: a network namespace of its sandbox's own, which its
+// commands share and from which nothing leaves.
+func onlyLoopback() bool {
+	ifaces, err := net.Interfaces()
+	if err != nil || len(ifaces) == 0 {
+		return false
+	}
+	for _, i := range ifaces {
+		if i.Flags&net.FlagLoopback == 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // sandboxFor is the sandbox of a command run with these workspace roots.
 func sandboxFor(roots []string) (*commandSandbox, error) {
