@@ -40,4 +40,11 @@
 // Plugin processes get no stdin, never write to the host's stdout, run in
 // process groups of their own, are restarted on the next call after they
 // die, and do not outlive the host, even one killed with SIGKILL (Linux).
+//
+// On Linux each plugin starts through a stage: the host re-executes its
+// own executable, which an init function of this package's dependencies
+// recognises before main runs; it enters the tool's namespaces, limits
+// and system-call filter and then executes the plugin. The embedding
+// program's main never runs twice, but its init functions run once per
+// plugin start.
 package host
