@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,20 +102,9 @@ func doAct(act, arg string) error {
 // what it printed.
 func confined(t *testing.T, p *Policy, act, arg string) string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	q := *p
-	q.Rules = append(append([]Rule{}, p.Rules...), Rule{Path: exe, File: f, Access: Read | Execute})
-	for _, interp := range Interpreters(f, os.Getenv("PATH")) {
-		q.Allow(Read|Execute, interp)
-	}
+	q.Rules = slices.Clone(p.Rules)
+	exe := allowSelf(t, &q)
 	q.Rules = append(q.Rules, System(false)...)
 	cmd := exec.Command(exe)
 	// The race detector would otherwise wait a second at exit.
@@ -130,6 +120,24 @@ func confined(t *testing.T, p *Policy, act, arg string) string {
 		t.Fatalf("%s %s: %v: %s", act, arg, err, out.String())
 	}
 	return strings.TrimSpace(out.String())
+}
+
+// allowSelf lets p read and execute the test binary (and its
+// interpreter), and returns the binary's path.
+func allowSelf(t *testing.T, p *Policy) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	p.Rules = append(p.Rules, Rule{Path: exe, File: f, Access: Read | Execute})
+	p.Allow(Read|Execute, Interpreters(f, os.Getenv("PATH"))...)
+	return exe
 }
 
 func requireLandlock(t *testing.T) Support {

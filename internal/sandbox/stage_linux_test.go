@@ -116,18 +116,9 @@ func stageAct(act, arg string) (string, error) {
 // of p, and returns what it printed and how it ended.
 func isolated(t *testing.T, p Policy, act, arg string) (string, *Process) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	p.Isolate = true
-	p.Rules = append(slices.Clone(p.Rules), Rule{Path: exe, File: f, Access: Read | Execute})
-	p.Allow(Read|Execute, Interpreters(f, os.Getenv("PATH"))...)
+	p.Rules = slices.Clone(p.Rules)
+	exe := allowSelf(t, &p)
 	p.Rules = append(p.Rules, System(true)...)
 	cmd := exec.Command(exe)
 	cmd.Env = []string{"STAGE_TEST_ACT=" + act, "STAGE_TEST_ARG=" + arg, "GORACE=atexit_sleep_ms=0"}
