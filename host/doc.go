@@ -42,9 +42,12 @@
 // die, and do not outlive the host, even one killed with SIGKILL (Linux).
 //
 // On Linux each plugin starts through a stage: the host re-executes its
-// own executable, which an init function of this package's dependencies
+// own executable, which an init function of a package this one imports
 // recognises before main runs; it enters the tool's namespaces, limits
 // and system-call filter and then executes the plugin. The embedding
-// program's main never runs twice, but its init functions run once per
-// plugin start.
+// program's main never runs in a stage, nor, as Go orders package
+// initialisation, most of its init functions: the stage's package
+// imports only early parts of the standard library. An init of a
+// package whose import path sorts before github.com/agenthost and that
+// does not import this one may still run once per plugin start.
 package host

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/internal/sandbox/stage"
 )
 
 var probe = sync.OnceValue(func() Support {
@@ -263,67 +264,27 @@ func goLocked(f func()) {
 	}()
 }
 
-// startRestricted restricts the calling thread to ruleset and filter
-// (when not nil) and starts cmd from it. no_new_privs, which Landlock
-// and seccomp require of an unprivileged caller, is set on the thread
-// too, and inherited: a set-user-ID program the command runs gains no
-// privileges.
-func startRestricted(cmd *exec.Cmd, ruleset int, filter *Filter) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("setting no_new_privs: %w", err)
+// startOnThisThread starts cmd in p from the calling thread, which it
+// restricts for good (see stage.Restrict).
+func startOnThisThread(cmd *exec.Cmd, p *Policy) error {
+	s := Probe()
+	if !s.Enforced() {
+		return ErrUnsupported
 	}
-	if err := dropCapabilities(); err != nil {
-		return err
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
-		return fmt.Errorf("enforcing the Landlock ruleset: %w", errno)
-	}
-	if filter != nil {
-		if err := InstallFilter(*filter); err != nil {
+	var filter []byte
+	if SeccompSupport() == nil {
+		var err error
+		if filter, err = p.filter().raw(); err != nil {
 			return err
 		}
 	}
+	ruleset, err := p.ruleset(s.ABI)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ruleset)
+	if err := stage.Restrict(ruleset, filter); err != nil {
+		return err
+	}
 	return cmd.Start()
-}
-
-// dropCapabilities empties the calling thread's capability bounding set,
-// and its inheritable and ambient sets, so that a program it starts has
-// no capability even when the host runs as root: executing a program as
-// root grants the bounding set, and capabilities such as CAP_SYS_PTRACE
-// (another process's environment in /proc), CAP_SYS_ADMIN, CAP_SETUID,
-// CAP_NET_RAW or CAP_DAC_OVERRIDE (any file the rules allow, whoever
-// owns it) would reach around what the walls restrict. A host without
-// capabilities has nothing to drop.
-func dropCapabilities() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("reading capabilities: %w", err)
-	}
-	if data[0].Permitted == 0 && data[1].Permitted == 0 && data[0].Inheritable == 0 && data[1].Inheritable == 0 && os.Geteuid() != 0 {
-		return nil
-	}
-	for c := 0; c < 64; c++ {
-		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) {
-			break // past the last capability
-		}
-		if err == nil && in == 0 {
-			continue // dropped already (a sandbox within a sandbox)
-		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			if errors.Is(err, unix.EINVAL) {
-				break // past the last capability
-			}
-			return fmt.Errorf("dropping capability %d: %w", c, err)
-		}
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("clearing ambient capabilities: %w", err)
-	}
-	data[0].Inheritable, data[1].Inheritable = 0, 0
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("clearing inheritable capabilities: %w", err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/internal/sandbox/stage"
 )
 
 // arch is what the filter needs to know of the running architecture;
@@ -266,35 +269,41 @@ func link(p []bpf.Instruction) ([]bpf.Instruction, error) {
 	return out, nil
 }
 
-// InstallFilter installs f on the calling thread, for good: the system
-// calls of the thread, and of every process started from it from then
-// on, go through the filter. The other threads of the process do not
-// (no SECCOMP_FILTER_FLAG_TSYNC). The caller has locked its goroutine to
-// the thread (runtime.LockOSThread), never to unlock it, and has set
-// no_new_privs on the thread (prctl PR_SET_NO_NEW_PRIVS), which the
-// kernel requires of a caller without CAP_SYS_ADMIN.
+// InstallFilter installs f on the calling thread, for good (see
+// stage.InstallFilter).
 func InstallFilter(f Filter) error {
-	p, err := f.Program()
+	raw, err := f.raw()
 	if err != nil {
 		return err
 	}
-	raw, err := bpf.Assemble(p)
+	return stage.InstallFilter(raw)
+}
+
+// assembled are the filters assembled so far, by Filter.
+var assembled sync.Map
+
+// raw returns f as the kernel takes it: struct sock_filter after struct
+// sock_filter, in the machine's byte order.
+func (f Filter) raw() ([]byte, error) {
+	if raw, ok := assembled.Load(f); ok {
+		return raw.([]byte), nil
+	}
+	p, err := f.Program()
 	if err != nil {
-		return fmt.Errorf("assembling the seccomp filter: %w", err)
+		return nil, err
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	insts, err := bpf.Assemble(p)
+	if err != nil {
+		return nil, fmt.Errorf("assembling the seccomp filter: %w", err)
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
-	if errno == unix.EACCES {
-		return fmt.Errorf("installing the seccomp filter: %w (no_new_privs is not set)", errno)
+	raw := make([]byte, 0, 8*len(insts))
+	for _, in := range insts {
+		raw = binary.NativeEndian.AppendUint16(raw, in.Op)
+		raw = append(raw, in.Jt, in.Jf)
+		raw = binary.NativeEndian.AppendUint32(raw, in.K)
 	}
-	if errno != 0 {
-		return fmt.Errorf("installing the seccomp filter: %w", errno)
-	}
-	return nil
+	assembled.Store(f, raw)
+	return raw, nil
 }
 
 var seccompProbe = sync.OnceValue(func() error {

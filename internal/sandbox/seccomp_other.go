@@ -23,3 +23,5 @@ func InstallFilter(f Filter) error { return errNoFilter }
 // SeccompSupport returns an error: the filter exists for linux/amd64 and
 // linux/arm64 only.
 func SeccompSupport() error { return errNoFilter }
+
+func (f Filter) raw() ([]byte, error) { return nil, errNoFilter }

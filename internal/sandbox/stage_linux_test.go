@@ -269,3 +269,40 @@ func TestIsolatedLimits(t *testing.T) {
 		t.Errorf("2 MiB under a 1 MiB file size limit: %q", got)
 	}
 }
+
+// A program executed through the host's descriptor of its file
+// (/proc/self/fd/N, as the host executes a plugin it checked) runs
+// whatever descriptors it is given besides: the stage's child moves its
+// own above them, where the stage's copy of the file must not be.
+func TestIsolatedExecutesTheOpenedFile(t *testing.T) {
+	requireNamespaces(t)
+	for _, n := range []int{0, 1, 2, 5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			f, err := os.Open("/bin/true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p := Policy{Isolate: true, Rules: append(System(false), Rule{Path: "/bin/true", File: f, Access: Read | Execute})}
+			p.Allow(Read|Execute, Interpreters(f, "")...)
+			cmd := exec.Command("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+			for range n {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				defer w.Close()
+				cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+			}
+			proc, err := Start(cmd, &p)
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			defer proc.Release()
+			if err := proc.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package stage
+
+// RaceEnabled: see race.go.
+const RaceEnabled = false

@@ -1,0 +1,3 @@
+package stage
+
+const sysSeccomp = 317
