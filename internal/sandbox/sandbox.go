@@ -112,6 +112,10 @@ type Policy struct {
 	PrivateNetwork bool
 	// Limits bound what each process of the sandbox may use.
 	Limits Limits
+	// Secrets are absolute paths no rule reaches, whatever it grants
+	// (see withoutSecrets): a rule on a directory that holds one gives
+	// access to the rest of it.
+	Secrets []string
 
 	// etcMasked: /etc's secrets are covered in the process's mount
 	// namespace (see etcRules).
@@ -166,6 +170,12 @@ type Granted struct {
 	Network     bool     `json:"network,omitempty"`
 	Exec        bool     `json:"exec,omitempty"`
 	UnixSockets bool     `json:"unix_sockets,omitempty"`
+	// List are directories whose names the plugin may list (the home
+	// directory, for a plugin that runs programs).
+	List []string `json:"list,omitempty"`
+	// Secrets are the paths no process of the plugin reaches, whatever
+	// it grants (Policy.Secrets).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // ErrUnsupported is returned by Start when the kernel has no Landlock.

@@ -121,16 +121,17 @@ func (p *Policy) ruleset(abi int) (int, error) {
 	return int(fd), nil
 }
 
-// rules are p's rules as the kernel gets them: a rule that lets the
-// process read /etc becomes rules for every entry of /etc but its
-// secrets, when it could read one and they are not covered already
-// (etcMasked).
+// rules are p's rules as the kernel gets them: nothing of p.Secrets
+// (withoutSecrets), and a rule that lets the process read /etc becomes
+// rules for every entry of /etc but its secrets, when it could read one
+// and they are not covered already (etcMasked).
 func (p *Policy) rules() []Rule {
+	rules := withoutSecrets(p.Rules, p.Secrets)
 	if p.etcMasked || len(etcSecretPaths()) == 0 {
-		return p.Rules
+		return rules
 	}
 	var out []Rule
-	for _, r := range p.Rules {
+	for _, r := range rules {
 		if r.Path == "/etc" && r.File == nil && r.Access&^List == Read {
 			out = append(out, etcRules()...)
 			continue

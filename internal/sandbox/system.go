@@ -6,9 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -132,7 +130,7 @@ func lookPath(name, pathList string) (string, error) {
 // password hashes, sudo's rules, private keys, stored credentials. A
 // process that may read them (a host running as root: no capability is
 // needed to read a file root owns) is given /etc but them; ssh's host
-// keys are matched by etcSecretKey.
+// keys are found by etcSecretCandidates.
 var etcSecrets = []string{
 	"shadow", "shadow-", "gshadow", "gshadow-",
 	"sudoers", "sudoers.d",
@@ -147,11 +145,14 @@ var etcSecrets = []string{
 	"wireguard",
 }
 
-// etcSecretKey reports whether rel, a path in /etc, is a private ssh
-// host key.
-func etcSecretKey(rel string) bool {
-	name, ok := strings.CutPrefix(rel, "ssh/")
-	return ok && strings.HasPrefix(name, "ssh_host_") && strings.HasSuffix(name, "_key")
+// etcSecretCandidates are the paths of etcSecrets, and the private ssh
+// host keys this system has.
+func etcSecretCandidates() []string {
+	paths, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
+	for _, rel := range etcSecrets {
+		paths = append(paths, filepath.Join("/etc", rel))
+	}
+	return paths
 }
 
 // A rule that lets a process read /etc (System's) lets it read all of
@@ -165,12 +166,8 @@ func etcSecretKey(rel string) bool {
 // process could read, worked out once per process; none for an ordinary
 // user.
 var etcSecretPaths = sync.OnceValue(func() []string {
-	paths, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
-	for _, rel := range etcSecrets {
-		paths = append(paths, filepath.Join("/etc", rel))
-	}
 	var readable []string
-	for _, p := range paths {
+	for _, p := range etcSecretCandidates() {
 		if unix.Faccessat(unix.AT_FDCWD, p, unix.R_OK, unix.AT_EACCESS) == nil {
 			readable = append(readable, p)
 		}
@@ -178,32 +175,10 @@ var etcSecretPaths = sync.OnceValue(func() []string {
 	return readable
 })
 
-// etcRules are the read rules of /etc but its secrets: every entry that
-// is no secret and holds none, and in the directories that hold one,
-// every other entry. They are worked out once per process.
-var etcRules = sync.OnceValue(func() []Rule { return etcRulesIn("/etc", "") })
-
-// etcRulesIn lists dir (rel below /etc) and returns a read rule for
-// each entry that is no secret and holds none, and the rules of those
-// that hold one.
-func etcRulesIn(dir, rel string) []Rule {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var rules []Rule
-	for _, e := range entries {
-		r := path.Join(rel, e.Name())
-		switch {
-		case slices.Contains(etcSecrets, r) || etcSecretKey(r):
-		case e.IsDir() && slices.ContainsFunc(etcSecrets, func(s string) bool { return strings.HasPrefix(s, r+"/") }) || r == "ssh":
-			rules = append(rules, etcRulesIn(filepath.Join(dir, e.Name()), r)...)
-		default:
-			rules = append(rules, Rule{Path: filepath.Join(dir, e.Name()), Access: Read})
-		}
-	}
-	// The directory may be listed, and so may every directory beneath
-	// it (Landlock's rules hold beneath), but no file is read through
-	// this rule: the secrets' names are no secret.
-	return append(rules, Rule{Path: dir, Access: List})
-}
+// etcRules are the read rules of /etc but its secrets (see
+// withoutSecrets): every entry that is no secret and holds none, in the
+// directories that hold one every other entry, and the names of all.
+// They are worked out once per process.
+var etcRules = sync.OnceValue(func() []Rule {
+	return newSecretSet(etcSecretCandidates()).rulesBeneath("/etc", Read)
+})
