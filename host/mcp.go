@@ -341,11 +341,15 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, err := p.sandbox.policy(bin, perms, p.sandbox.limits(p.path, p.grant))
+	prof := p.sandbox.profile(perms)
+	policy, err := p.sandbox.policy(bin, perms, p.sandbox.limits(p.path, p.grant), prof)
 	if err != nil {
 		return nil, err
 	}
 	env := pluginEnv(p.pluginEnv)
+	if policy != nil && prof != nil {
+		env = append(env, prof.env...)
+	}
 	if dir, vars := p.server.launcherDir(p.sandbox.launchers); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("making its launcher's directory: %w", err)

@@ -27,14 +27,25 @@ var launchers = map[string][]string{
 // description cache (cacheDir, as Options.CacheDir gives it); "" when
 // there is no such directory.
 func launcherRoot(cacheDir string) string {
+	base := cacheBase(cacheDir)
+	if base == "" {
+		return ""
+	}
+	return filepath.Join(base, "launchers")
+}
+
+// cacheBase is the directory of agenthost's caches: the description
+// cache's, as Options.CacheDir gives it, or agenthost in the user's cache
+// directory when that is the default or off; "" when there is none.
+func cacheBase(cacheDir string) string {
 	if cacheDir == "" || cacheDir == NoCache {
 		base, err := os.UserCacheDir()
 		if err != nil {
 			return ""
 		}
-		return filepath.Join(base, "agenthost", "launchers")
+		return filepath.Join(base, "agenthost")
 	}
-	return filepath.Join(absPath(cacheDir), "launchers")
+	return absPath(cacheDir)
 }
 
 // launcherDir is the directory of the server's launcher, under root

@@ -64,7 +64,8 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 			// go-plugin made for a socket goes unused, and at once.
 			_ = os.Remove(socketDir)
 			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") })
-			policy, err := p.sandbox.policy(bin, perms, p.sandbox.limits(p.path, p.grant))
+			prof := p.sandbox.profile(perms)
+			policy, err := p.sandbox.policy(bin, perms, p.sandbox.limits(p.path, p.grant), prof)
 			if err != nil {
 				return nil, err
 			}
@@ -74,7 +75,10 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 			conn.fd = 2 + len(cmd.ExtraFiles)
 			env = append(env, wire.ConnEnv+"="+strconv.Itoa(conn.fd))
 			if policy != nil {
-				env = append(env, sandboxEnvValue(perms))
+				env = append(env, sandboxEnvValue(perms, prof, policy))
+				if prof != nil {
+					env = append(env, prof.env...)
+				}
 			}
 			cmd.Env = slices.Concat(env, cmd.Env)
 			r, err := newGroupRunner(l, cmd, p.path)

@@ -91,6 +91,10 @@ type Options struct {
 	// fix.
 	AllowInsecurePlugins bool
 
+	// Profile is the development profile of processes granted exec, and
+	// the secrets no sandboxed process reaches (see DevProfile).
+	Profile DevProfile
+
 	// Sandbox says how plugin processes are confined (see SandboxMode):
 	// the zero value, SandboxAuto, confines each in a Landlock sandbox as
 	// far as the kernel supports.
@@ -211,6 +215,8 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		},
 		runDirOnce: sync.OnceValue(makeRunDir),
 		launchers:  launcherRoot(opts.CacheDir),
+		cacheDir:   opts.CacheDir,
+		devProfile: opts.Profile,
 	}
 	switch {
 	case r.idleTimeout == 0:

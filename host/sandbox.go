@@ -171,6 +171,11 @@ type SandboxReport struct {
 	Limits Limits
 	// Mode is the host's sandbox mode.
 	Mode SandboxMode
+	// Profile says what the development profile gives the plugin's
+	// processes, when it runs programs (see DevProfile); Secrets are the
+	// paths none of its processes reaches.
+	Profile []string
+	Secrets []string
 }
 
 // Status is the report in one line: "enforced (Landlock ABI 7)", "partly
@@ -213,6 +218,10 @@ type sandboxConfig struct {
 	// launchers is where MCP servers' launchers keep what they fetch
 	// (launcherRoot).
 	launchers string
+	// cacheDir is Options.CacheDir, beside which the workspace's caches
+	// are (workspaceCacheDir); devProfile is Options.Profile.
+	cacheDir   string
+	devProfile DevProfile
 }
 
 // runDir is where go-plugin makes each launch's socket directory: a
@@ -359,6 +368,10 @@ func (c *sandboxConfig) report(path string, asked sdk.Permissions, extra Grant) 
 		rep.Walls = append(rep.Walls, "its own user, PID, mount and network namespaces")
 	}
 	rep.Walls = append(rep.Walls, "limits: "+rep.Limits.String())
+	rep.Profile = c.profile(rep.Granted).summary()
+	for _, p := range c.secrets() {
+		rep.Secrets = append(rep.Secrets, tildePath(p))
+	}
 	if os.Geteuid() == 0 && rep.Limits.Processes != Unlimited && (probeNamespaces() != nil || !sandbox.PIDMaxPerNamespace()) {
 		rep.NotEnforced = append(rep.NotEnforced, "the process limit: no rlimit counts root's processes, and the kernel gives no PID namespace a pid_max of its own (Linux 6.14)")
 	}
@@ -428,7 +441,7 @@ func (c *sandboxConfig) warnUnenforced() {
 // permissions and limits; nil when the plugin runs unconfined (mode off,
 // or no Landlock under auto). It runs in namespaces of its own when the
 // kernel allows them.
-func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits Limits) (*sandbox.Policy, error) {
+func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits Limits, prof *profile) (*sandbox.Policy, error) {
 	if c == nil || c.mode == SandboxOff {
 		return nil, nil
 	}
@@ -471,6 +484,15 @@ func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits 
 		}
 		p.Allow(sandbox.Read|sandbox.Write, dir)
 	}
+	if prof != nil {
+		if err := prof.makeDirs(); err != nil {
+			return nil, fmt.Errorf("making the workspace's caches: %w", err)
+		}
+		p.Allow(sandbox.Read|sandbox.Execute, prof.read...)
+		p.Allow(sandbox.List, prof.list...)
+		p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, prof.write...)
+	}
+	p.Secrets = c.secrets()
 	return p, nil
 }
 
@@ -492,16 +514,24 @@ func (c *sandboxConfig) sessionDir(perms sdk.Permissions) string {
 // it absent runs unconfined.
 const SandboxEnv = sandbox.Env
 
-// sandboxEnvValue is SandboxEnv set to perms, paths expanded, as JSON.
-func sandboxEnvValue(perms sdk.Permissions) string {
-	data, _ := json.Marshal(sandbox.Granted{
+// sandboxEnvValue is SandboxEnv set to perms and the development
+// profile, paths expanded, and the secrets of policy, as JSON.
+func sandboxEnvValue(perms sdk.Permissions, prof *profile, policy *sandbox.Policy) string {
+	g := sandbox.Granted{
 		Roots:       perms.Roots.String(),
 		Read:        expandPaths(perms.Read),
 		Write:       expandPaths(perms.Write),
 		Network:     perms.Network,
 		Exec:        perms.Exec,
 		UnixSockets: perms.UnixSockets,
-	})
+		Secrets:     policy.Secrets,
+	}
+	if prof != nil {
+		g.Read = append(g.Read, prof.read...)
+		g.Write = append(g.Write, prof.write...)
+		g.List = prof.list
+	}
+	data, _ := json.Marshal(g)
 	return SandboxEnv + "=" + string(data)
 }
 

@@ -177,6 +177,12 @@ func printSandbox(w io.Writer, r host.PluginReport) {
 	}
 	fmt.Fprintf(w, "    asked:   %s\n", s.Asked)
 	fmt.Fprintf(w, "    granted: %s%s\n", s.Granted, systemNote(s.Granted))
+	if len(s.Profile) > 0 {
+		fmt.Fprintf(w, "    profile: %s (--dev-profile off: its grants alone)\n", strings.Join(s.Profile, "; "))
+	}
+	if len(s.Secrets) > 0 {
+		fmt.Fprintf(w, "    never:   %s (whatever is granted)\n", strings.Join(s.Secrets, ", "))
+	}
 	if r.MCP != "" {
 		fmt.Fprintf(w, "    more: \"grant\" in its mcpServers entry, or --grant %s=ITEM,...\n", textsafe.Name(r.Path))
 	}

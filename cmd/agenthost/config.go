@@ -239,6 +239,10 @@ var globalKeys = []flagKey{
 	{"idleTimeout", "idle-timeout", kindString, checkDuration},
 	{"allowInsecurePlugins", "allow-insecure-plugins", kindBool, nil},
 	{"sandbox", "sandbox", kindString, checkSandbox},
+	{"devProfile", "dev-profile", kindString, checkOnOff},
+	{"profileRead", "profile-read", kindPaths, nil},
+	{"profileCaches", "profile-cache", kindStrings, nil},
+	{"secrets", "secret", kindPaths, nil},
 }
 
 // chatKeys are the keys of the chat block.
@@ -285,6 +289,19 @@ func checkDuration(s string) error {
 func checkSandbox(s string) error {
 	_, err := host.ParseSandboxMode(s)
 	return err
+}
+
+// validVarName reports whether name can name an environment variable.
+func validVarName(name string) bool {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(name)
+}
+
+// checkOnOff accepts on, off, or nothing (the default, on).
+func checkOnOff(s string) error {
+	if s != "" && s != "on" && s != "off" {
+		return fmt.Errorf("%q: want on or off", s)
+	}
+	return nil
 }
 
 func checkProvider(s string) error {

@@ -105,6 +105,19 @@ Flags (before or after the command):
                      (the session file), read:PATH, write:PATH, or asked
                      (all it declares); agenthost plugins shows what each
                      asks for and gets
+  --dev-profile MODE  on (default): a sandboxed process that runs programs
+                     (run_bash's commands) reads the home directory's
+                     toolchains and tool configuration, and writes caches of
+                     the workspace's own; off: its grants alone
+  --profile-read PATH
+                     more for such a process to read and execute (repeatable)
+  --profile-cache VAR
+                     point the variable VAR of such a process at a directory
+                     of the workspace's cache (repeatable: CARGO_TARGET_DIR,
+                     GRADLE_USER_HOME, ...)
+  --secret PATH      one more path no sandboxed process reaches, whatever it
+                     is granted (repeatable; ~/.ssh, ~/.aws and the others
+                     README lists always are)
   --version          print the version and exit (before the command)
 
 Run agenthost COMMAND --help for a command's own flags.
@@ -127,6 +140,10 @@ type globals struct {
 	idleTimeout time.Duration
 	sandbox     string
 	grants      listFlag
+	devProfile  string
+	profileRead listFlag
+	caches      listFlag
+	secrets     listFlag
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -144,6 +161,10 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.idleTimeout, "idle-timeout", g.idleTimeout, "stop a plugin after this `DURATION` without calls (0: never)")
 	fs.StringVar(&g.sandbox, "sandbox", g.sandbox, "confine plugins: auto, require or off (`MODE`)")
 	fs.Var(&g.grants, "grant", "grant `PLUGIN=ITEM[,ITEM...]`: network, exec, session, asked, read:PATH, write:PATH (repeatable)")
+	fs.StringVar(&g.devProfile, "dev-profile", g.devProfile, "the development profile of processes that run programs: on or off (`MODE`)")
+	fs.Var(&g.profileRead, "profile-read", "more for processes that run programs to read and execute (`PATH`, repeatable)")
+	fs.Var(&g.caches, "profile-cache", "point the variable `VAR` of processes that run programs into the workspace's cache (repeatable)")
+	fs.Var(&g.secrets, "secret", "one more `PATH` no sandboxed process reaches (repeatable)")
 }
 
 // listFlag is a repeatable string flag.
@@ -279,6 +300,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usagef("--grant: %v", err)
 	}
+	if err := checkOnOff(g.devProfile); err != nil {
+		return usagef("--dev-profile: %v", err)
+	}
+	profile := host.DevProfile{Off: g.devProfile == "off", Read: g.profileRead, Caches: g.caches, Secrets: g.secrets}
+	for _, name := range g.caches {
+		if !validVarName(name) {
+			return usagef("--profile-cache %s: not a variable name", name)
+		}
+	}
 	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock}
 	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
 		return cmd.run(ctx, cmdEnv, fs.Args())
@@ -286,7 +316,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	servers := cfg.mcpServers()
 	opts := &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
-		Sandbox: mode, Grants: grants, MCPServers: servers}
+		Sandbox: mode, Grants: grants, MCPServers: servers, Profile: profile}
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, opts)
 	if errors.Is(err, os.ErrNotExist) && len(servers) > 0 && g.plugins == "" {
 		// MCP servers alone are a configuration too: without a plugins

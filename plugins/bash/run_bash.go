@@ -104,6 +104,9 @@ var runBash = sdk.NewStructuredTool(sdk.Info{
 		if notice := limitNotice(res.ExitCode, res.Stderr); notice != "" {
 			res.Stderr = addNotice(res.Stderr, notice)
 		}
+		for _, notice := range wallNotices(sb, in.Command, env, res.ExitCode, res.Stdout+"\n"+res.Stderr) {
+			res.Stderr = addNotice(res.Stderr, notice)
+		}
 	}
 	text, err := res.encode()
 	return text, res, err

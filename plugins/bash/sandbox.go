@@ -20,6 +20,8 @@ type commandSandbox struct {
 	Roots          []string
 	Read           []string
 	Write          []string
+	List           []string
+	Secrets        []string
 	Network        bool
 	UnixSockets    bool
 	PrivateNetwork bool
@@ -36,7 +38,10 @@ var grantedSandbox = sync.OnceValues(func() (*commandSandbox, error) {
 	if err := json.Unmarshal([]byte(v), &perms); err != nil {
 		return nil, fmt.Errorf("reading the plugin's sandbox from %s: %w", sandbox.Env, err)
 	}
-	return &commandSandbox{Read: perms.Read, Write: perms.Write, Network: perms.Network, UnixSockets: perms.UnixSockets, PrivateNetwork: !perms.Network && onlyLoopback()}, nil
+	return &commandSandbox{
+		Read: perms.Read, Write: perms.Write, List: perms.List, Secrets: perms.Secrets,
+		Network: perms.Network, UnixSockets: perms.UnixSockets, PrivateNetwork: !perms.Network && onlyLoopback(),
+	}, nil
 })
 
 // onlyLoopback reports whether the plugin's network has no interface but
@@ -68,16 +73,19 @@ func sandboxFor(roots []string) (*commandSandbox, error) {
 
 // policy is the policy of the command: the system readable and its
 // programs executable, the roots and the granted write paths (the
-// temporary directory among them) read, written and executable, the
-// granted read paths read and executable; the network, unix sockets and
+// temporary directory and the workspace's caches among them) read,
+// written and executable, the granted read paths (the development
+// profile's among them) read and executable, the names of the listed
+// directories, and nothing of the secrets; the network, unix sockets and
 // the plugin's own network namespace as the plugin's. Nothing of the
 // plugin's own (its connection, its binary) is in it. The command runs
 // in the plugin's namespaces and under its limits, which it inherits.
 func (sb *commandSandbox) policy() *sandbox.Policy {
-	p := &sandbox.Policy{Rules: sandbox.System(true), Network: sb.Network, UnixSockets: sb.UnixSockets, PrivateNetwork: sb.PrivateNetwork}
+	p := &sandbox.Policy{Rules: sandbox.System(true), Network: sb.Network, UnixSockets: sb.UnixSockets, PrivateNetwork: sb.PrivateNetwork, Secrets: sb.Secrets}
 	p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, sb.Roots...)
 	p.Allow(sandbox.Read|sandbox.Write|sandbox.Execute, sb.Write...)
 	p.Allow(sandbox.Read|sandbox.Execute, sb.Read...)
+	p.Allow(sandbox.List, sb.List...)
 	return p
 }
 
