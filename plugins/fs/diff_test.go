@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 // diffOf is the diff edit_file shows for replacing old by new in text.
 func diffOf(text, old, new string, all bool) string {
-	at := occurrences(text, old)
+	at := occurrences(text, old, math.MaxInt)
 	if !all {
 		at = at[:1]
 	}
@@ -128,7 +129,7 @@ func TestUnifiedDiffApplies(t *testing.T) {
 // compares the result with the text after it.
 func checkDiffApplies(t *testing.T, text, old, new string, all bool) {
 	t.Helper()
-	at := occurrences(text, old)
+	at := occurrences(text, old, math.MaxInt)
 	if !all {
 		at = at[:1]
 	}

@@ -17,8 +17,14 @@ import (
 	"github.com/agenthost/agenthost/sdk"
 )
 
-// maxEditFile is the largest file edit_file edits.
+// maxEditFile is the largest file edit_file edits, and makes: a list of
+// edits that would grow the text past it (a replace_all that doubles it,
+// again and again) is refused before it is applied.
 const maxEditFile = 10 << 20
+
+// maxReplacements bounds the replacements of one call, which each cost
+// the diff a span.
+const maxReplacements = 100_000
 
 type editFileInput struct {
 	Path       string     `json:"path" jsonschema:"Path of the text file to edit."`
@@ -143,7 +149,7 @@ func applyEdits(text string, edits []editSpec, arg string) (string, []replacemen
 			// The model writes "\n"; the file has "\r\n" everywhere.
 			oldS, newS = toCRLF(oldS), toCRLF(newS)
 		}
-		at := occurrences(cur, oldS)
+		at := occurrences(cur, oldS, maxReplacements-count+1)
 		var err error
 		switch {
 		case len(at) == 0:
@@ -151,6 +157,10 @@ func applyEdits(text string, edits []editSpec, arg string) (string, []replacemen
 		case len(at) > 1 && !e.ReplaceAll:
 			err = fmt.Errorf("old_string occurs %d times in %s, at lines %s: include more surrounding lines in old_string to pick one, or set replace_all to true to replace them all",
 				len(at), arg, lineList(cur, at))
+		case count+len(at) > maxReplacements:
+			err = fmt.Errorf("the edits make more than %d replacements in %s, edit_file's limit for one call: replace fewer at a time, or write the file with write_file", maxReplacements, arg)
+		case len(cur)+len(at)*(len(newS)-len(oldS)) > maxEditFile:
+			err = fmt.Errorf("the edit would make %s %d bytes, more than the %d bytes (10 MiB) edit_file makes; nothing was written", arg, len(cur)+len(at)*(len(newS)-len(oldS)), maxEditFile)
 		}
 		if err != nil {
 			return "", nil, 0, editError(i, len(edits), err)
@@ -223,9 +233,9 @@ func lockRegular(ctx context.Context, p workspace.Path) (*atomicfile.Locked, err
 
 // occurrences returns the offsets of the non-overlapping occurrences of s
 // in text, left to right, as strings.Replace would replace them.
-func occurrences(text, s string) []int {
+func occurrences(text, s string, limit int) []int {
 	var at []int
-	for i := 0; ; {
+	for i := 0; len(at) < limit; {
 		j := strings.Index(text[i:], s)
 		if j < 0 {
 			return at
@@ -233,6 +243,7 @@ func occurrences(text, s string) []int {
 		at = append(at, i+j)
 		i += j + len(s)
 	}
+	return at
 }
 
 // replaceAt replaces old by new at the offsets at, and returns the text

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -247,7 +248,7 @@ func TestComposeSpans(t *testing.T) {
 			j := i + 1 + rng.IntN(min(3, len(cur)-i))
 			old := cur[i:j]
 			newS := strings.Repeat("xy\n"[rng.IntN(3):][:1], rng.IntN(4))
-			at := occurrences(cur, old)
+			at := occurrences(cur, old, math.MaxInt)
 			if rng.IntN(2) == 0 {
 				at = []int{i}
 			}
