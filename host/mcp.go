@@ -575,8 +575,9 @@ func (r *ToolRegistry) refreshMCP(proc *toolSource) {
 
 // replaceTools brings the registry's tools of proc in line with desc: a
 // tool no longer listed is unregistered, a new one registered (enabled
-// unless opt-in), a changed one replaced keeping whether it is enabled
-// and its timeout. A new name that is taken is refused as at load.
+// unless opt-in, or as Enable or Disable last left a tool of its name), a
+// changed one replaced keeping whether it is enabled and its timeout. A
+// new name that is taken is refused as at load.
 func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeResponse) {
 	want := map[string]*entry{}
 	var order, refused []string
@@ -610,6 +611,9 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeRespo
 		e := want[name]
 		old, exists := r.entries[name]
 		if !exists {
+			if enabled, ok := r.chosen[name]; ok {
+				e.enabled = enabled
+			}
 			r.entries[name] = e
 			r.order = append(r.order, name)
 			tools = append(tools, name)

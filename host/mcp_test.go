@@ -405,6 +405,38 @@ func TestMCPToolListChanges(t *testing.T) {
 	}
 }
 
+// A tool the user disabled stays disabled when its server drops it and
+// lists it again (tools/list_changed twice); one enabled stays enabled.
+func TestMCPDisabledToolStaysDisabledWhenListedAgain(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	call(t, reg, "grow", `{}`)
+	eventually(t, "the new tool is registered", func() bool { return reg.HasTool("grown") })
+	if err := reg.Disable("grown"); err != nil {
+		t.Fatal(err)
+	}
+	call(t, reg, "shrink", `{}`)
+	eventually(t, "the tool is unregistered", func() bool { return !reg.HasTool("grown") })
+	call(t, reg, "grow", `{}`)
+	eventually(t, "the tool is registered again", func() bool { return reg.HasTool("grown") })
+	if got := reg.Execute(t.Context(), "grown", []byte(`{}`)); got != "Error: tool not available: grown is disabled" {
+		t.Errorf("the disabled tool, listed again: %q", got)
+	}
+	if reg.IsToolEnabled("grown") {
+		t.Error("the disabled tool is enabled after it came back")
+	}
+	if err := reg.Enable("grown"); err != nil {
+		t.Fatal(err)
+	}
+	call(t, reg, "shrink", `{}`)
+	eventually(t, "the tool is unregistered", func() bool { return !reg.HasTool("grown") })
+	call(t, reg, "grow", `{}`)
+	eventually(t, "the tool is registered again", func() bool { return reg.HasTool("grown") })
+	if got := call(t, reg, "grown", `{}`); got != "grown" {
+		t.Errorf("the enabled tool, listed again: %q", got)
+	}
+}
+
 func TestMCPServerIsSandboxed(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

@@ -142,6 +142,10 @@ type ToolRegistry struct {
 	plugins  []*toolSource
 	reports  []PluginReport
 	isClosed bool
+	// chosen are the tools Enable and Disable were called for, by name,
+	// and how: a source's tool that goes and comes back (an MCP server's
+	// tools/list_changed) comes back as the user left it.
+	chosen map[string]bool
 
 	// listeners are called after the tools change (OnChange).
 	listenMu   sync.Mutex
@@ -425,7 +429,13 @@ func (r *ToolRegistry) Disable(name string) error { return r.setEnabled(name, fa
 
 func (r *ToolRegistry) setEnabled(name string, enabled bool) error {
 	was := enabled
-	err := r.update(name, func(e *entry) { was, e.enabled = e.enabled, enabled })
+	err := r.update(name, func(e *entry) {
+		was, e.enabled = e.enabled, enabled
+		if r.chosen == nil {
+			r.chosen = map[string]bool{}
+		}
+		r.chosen[name] = enabled
+	})
 	if err == nil && was != enabled {
 		r.changed()
 	}

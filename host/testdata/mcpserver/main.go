@@ -148,6 +148,11 @@ func main() {
 				})
 			return text("grew"), nil, nil
 		})
+	mcp.AddTool(server, &mcp.Tool{Name: "shrink", Description: "Remove the tool grown, and say so to the client."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			server.RemoveTools("grown")
+			return text("shrank"), nil, nil
+		})
 	mcp.AddTool(server, &mcp.Tool{Name: "count", Title: "Count words", Description: "Count the words of the text."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, countOut, error) {
 			n := len(strings.Fields(in.Text))
