@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -67,6 +70,11 @@ func (s setting) errorf(format string, args ...any) error {
 type mcpEntry struct {
 	server   host.MCPServer
 	disabled bool
+	// envFile is the entry's envFile, made absolute, which is read only
+	// once the file that names it is trusted (readEnvFiles); envFileAt
+	// says where the file names it.
+	envFile   string
+	envFileAt setting
 }
 
 func newConfig() *config {
@@ -83,10 +91,28 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
+	msg := cutMessage(e.msg, maxConfigMessage)
 	if e.line == 0 {
-		return fmt.Sprintf("%s: %s", textsafe.Name(e.file), e.msg)
+		return fmt.Sprintf("%s: %s", textsafe.Name(e.file), msg)
 	}
-	return fmt.Sprintf("%s:%d: %s", textsafe.Name(e.file), e.line, e.msg)
+	return fmt.Sprintf("%s:%d: %s", textsafe.Name(e.file), e.line, msg)
+}
+
+// maxConfigMessage bounds what a configuration error says: a value it
+// quotes is cut, not echoed whole.
+const maxConfigMessage = 400
+
+// cutMessage is msg cut to about max bytes on a character boundary,
+// saying how much was cut.
+func cutMessage(msg string, max int) string {
+	if len(msg) <= max {
+		return msg
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... [%d bytes cut]", msg[:cut], len(msg)-cut)
 }
 
 // loadConfig reads the configuration: the file --config names (it must
@@ -100,11 +126,15 @@ func loadConfig(file string, given bool) (*config, error) {
 	case given && file == "":
 		return nil, usagef("--config needs a FILE (- for none)")
 	case given:
-		data, err := os.ReadFile(file)
+		data, err := readConfigFile(file)
 		if err != nil {
 			return nil, usagef("--config: %v", err)
 		}
-		return parseConfig(file, data)
+		c, err := parseConfig(file, data)
+		if err != nil {
+			return nil, err
+		}
+		return c, c.readEnvFiles()
 	}
 	var files []string
 	if dir, err := os.UserConfigDir(); err == nil {
@@ -112,22 +142,30 @@ func loadConfig(file string, given bool) (*config, error) {
 	}
 	c := newConfig()
 	for _, file := range append(files, projectConfigFile) {
-		data, err := os.ReadFile(file)
+		data, err := readConfigFile(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, &configError{file: file, msg: err.Error()}
 		}
+		// Parsing reads the bytes and nothing else: what the file names
+		// (an envFile, a program) is opened only once it is trusted.
 		over, err := parseConfig(file, data)
 		if err != nil {
 			return nil, err
 		}
 		if file == projectConfigFile {
 			abs, err := filepath.Abs(file)
-			if err != nil || !projectTrusted(abs, data) {
-				return nil, untrustedError(file)
+			if err != nil {
+				return nil, untrustedError(file, nil)
 			}
+			if trusted, changed := projectTrusted(abs, data, over); !trusted {
+				return nil, untrustedError(file, changed)
+			}
+		}
+		if err := over.readEnvFiles(); err != nil {
+			return nil, err
 		}
 		maps.Copy(c.flags, over.flags)
 		maps.Copy(c.chat, over.chat)
@@ -603,14 +641,76 @@ func (l *loader) server(name string, v *jsonValue) (mcpEntry, error) {
 		s.Dir = l.resolve(s.Dir)
 	}
 	if envFile != "" && !e.disabled {
-		fileEnv, err := readEnvFile(l.resolve(envFile))
-		if err != nil {
-			return e, l.errorf(at["envFile"].line, path+".envFile", "%v", err)
-		}
-		maps.Copy(fileEnv, s.Env)
-		s.Env = fileEnv
+		e.envFile = l.resolve(envFile)
+		e.envFileAt = setting{key: path + ".envFile", file: l.file, line: at["envFile"].line}
 	}
 	return e, nil
+}
+
+// readEnvFiles reads the envFile of each server entry, whose variables
+// the entry's env overrides.
+func (c *config) readEnvFiles() error {
+	for name, e := range c.servers {
+		if e.envFile == "" {
+			continue
+		}
+		fileEnv, err := readEnvFile(e.envFile)
+		if err != nil {
+			return e.envFileAt.errorf("%v", err)
+		}
+		maps.Copy(fileEnv, e.server.Env)
+		e.server.Env = fileEnv
+		e.envFile = ""
+		c.servers[name] = e
+	}
+	return nil
+}
+
+// maxConfigFile bounds a configuration file and an envFile.
+const maxConfigFile = 1 << 20
+
+// readConfigFile reads a configuration file or an envFile: a regular
+// file of at most maxConfigFile bytes. It opens without blocking, so a
+// FIFO or a device is refused, never read.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", textsafe.Name(path), fileKind(info.Mode()))
+	}
+	if info.Size() > maxConfigFile {
+		return nil, fmt.Errorf("%s is %d bytes: a configuration file is at most %d (1 MiB)", textsafe.Name(path), info.Size(), maxConfigFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigFile {
+		return nil, fmt.Errorf("%s grew past %d bytes (1 MiB) while it was read", textsafe.Name(path), maxConfigFile)
+	}
+	return data, nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }
 
 // readEnvFile reads a file of KEY=VALUE lines, as Cursor's envFile names
@@ -618,7 +718,7 @@ func (l *loader) server(name string, v *jsonValue) (mcpEntry, error) {
 // with "export ", and a value may be quoted with " or '. Values are taken
 // as written.
 func readEnvFile(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, err
 	}

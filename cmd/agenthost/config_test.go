@@ -134,7 +134,7 @@ func TestConfigServers(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := parseConfig(filepath.Join(dir, "agenthost.json"), []byte(tc.json))
+			c, err := parseAndRead(filepath.Join(dir, "agenthost.json"), []byte(tc.json))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +279,7 @@ func TestConfigErrors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseConfig(filepath.Join(dir, "agenthost.json"), []byte(tc.json))
+			_, err := parseAndRead(filepath.Join(dir, "agenthost.json"), []byte(tc.json))
 			if err == nil {
 				t.Fatalf("no error, want %s", tc.want)
 			}
@@ -552,4 +552,14 @@ func TestProjectConfigNeedsTrust(t *testing.T) {
 	if err := run(t.Context(), []string{"trust"}, nil, io.Discard, io.Discard); err == nil {
 		t.Error("agenthost trust took a bad file")
 	}
+}
+
+// parseAndRead parses a configuration file and reads its envFiles, as
+// loadConfig does for a trusted file.
+func parseAndRead(name string, data []byte) (*config, error) {
+	c, err := parseConfig(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.readEnvFiles()
 }

@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/textsafe"
@@ -15,9 +19,11 @@ import (
 // A project's configuration file comes with the directory agenthost runs
 // in, a cloned repository say, and it can start programs (mcpServers, a
 // plugins directory) and widen the sandbox (grants, sandbox off). So it is
-// read only once the user has trusted it, as it is now: agenthost trust
-// records its SHA-256 under the user's configuration directory, and a
-// change to the file needs agenthost trust again. A file the user names
+// used only once the user has trusted it, as it is now: agenthost trust
+// records its SHA-256 under the user's configuration directory, with
+// those of the project's files it runs or reads (pinned), and a change to
+// any needs agenthost trust again. Before that, nothing it names is
+// opened: its bytes are read, bounded, and parsed. A file the user names
 // with --config, and the user's own file, need no trust.
 
 // trustedDir holds one record per trusted project file, named after the
@@ -34,26 +40,136 @@ func trustRecord(abs string) (string, error) {
 	return filepath.Join(dir, trustedDir, hex.EncodeToString(sum[:16])), nil
 }
 
-// trustLine is what the record of the file at abs with content data
-// holds.
-func trustLine(abs string, data []byte) string {
+// trustLines is what the record of the project file at abs, with
+// content data and configuration c, holds: the file's SHA-256, then that
+// of each file it runs or reads from inside the project (pinned), "-"
+// for one that is not there.
+func trustLines(abs string, data []byte, c *config) string {
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]) + " " + abs + "\n"
+	lines := hex.EncodeToString(sum[:]) + " " + abs + "\n"
+	for _, p := range c.pinned(filepath.Dir(abs)) {
+		lines += fileSum(p) + " " + p + "\n"
+	}
+	return lines
+}
+
+// pinned are the files of the project directory dir that the
+// configuration runs or reads: each server's command when it names a
+// file, the files its arguments name, its envFile, and the files of a
+// plugins directory. Trust covers them as it covers the file itself: a
+// program replaced after agenthost trust runs only after agenthost trust
+// again. Programs found on PATH and files outside the project are not
+// the project's to change.
+func (c *config) pinned(dir string) []string {
+	var paths []string
+	add := func(p string) {
+		if p == "" || !filepath.IsAbs(p) || !within(filepath.Clean(p), dir) {
+			return
+		}
+		// A link that leads out of the project is not the project's.
+		if real, err := filepath.EvalSymlinks(p); err == nil && !within(real, dir) {
+			return
+		}
+		paths = append(paths, filepath.Clean(p))
+	}
+	for _, e := range c.servers {
+		s := e.server
+		if strings.ContainsRune(s.Command, filepath.Separator) {
+			add(s.Command)
+		}
+		add(e.envFile)
+		base := dir
+		if s.Dir != "" {
+			base = s.Dir
+		}
+		for _, a := range s.Args {
+			p := a
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+				add(p)
+			}
+		}
+	}
+	if s, ok := c.flags["plugins"]; ok && len(s.values) > 0 && within(filepath.Clean(s.values[0]), dir) {
+		entries, _ := os.ReadDir(s.values[0])
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				add(filepath.Join(s.values[0], e.Name()))
+			}
+		}
+	}
+	slices.Sort(paths)
+	return slices.Compact(paths)
+}
+
+// within reports whether path is dir or beneath it; both are clean.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// fileSum is the SHA-256 of the regular file at path, read without
+// blocking; "-" when there is none.
+func fileSum(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "-"
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return "-"
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "-"
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // projectTrusted reports whether the user trusts the project file at abs
-// with the content data.
-func projectTrusted(abs string, data []byte) bool {
+// with the content data, and what it runs as it is now; when the file is
+// trusted but a file it runs changed, changed names those.
+func projectTrusted(abs string, data []byte, c *config) (trusted bool, changed []string) {
 	rec, err := trustRecord(abs)
 	if err != nil {
-		return false
+		return false, nil
 	}
-	got, err := os.ReadFile(rec)
-	return err == nil && string(got) == trustLine(abs, data)
+	got, err := readConfigFile(rec)
+	if err != nil {
+		return false, nil
+	}
+	// The file itself first: what an untrusted file names is not even
+	// hashed.
+	sum := sha256.Sum256(data)
+	if !strings.HasPrefix(string(got), hex.EncodeToString(sum[:])+" "+abs+"\n") {
+		return false, nil
+	}
+	want := trustLines(abs, data, c)
+	if string(got) == want {
+		return true, nil
+	}
+	gotLines, wantLines := strings.SplitAfter(string(got), "\n"), strings.SplitAfter(want, "\n")
+	for _, line := range wantLines[1:] {
+		if line != "" && !slices.Contains(gotLines, line) {
+			_, p, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+			changed = append(changed, p)
+		}
+	}
+	return false, changed
 }
 
-// untrustedError is a project file that is not trusted (as it is now).
-func untrustedError(file string) error {
+// untrustedError is a project file that is not trusted (as it is now),
+// or whose programs changed since it was trusted.
+func untrustedError(file string, changed []string) error {
+	if len(changed) > 0 {
+		var names []string
+		for _, p := range changed {
+			names = append(names, textsafe.Name(p))
+		}
+		return &configError{file: file, msg: fmt.Sprintf(`this directory's configuration is trusted, but what it runs changed since: %s. Read it, then run "agenthost trust" again`, strings.Join(names, ", "))}
+	}
 	return &configError{file: file, msg: `this directory's configuration is not trusted: it can start programs (mcpServers, plugins) and widen the sandbox. Read it, then run "agenthost trust" (again after each change), or name it with --config to use it once`}
 }
 
@@ -69,12 +185,13 @@ func trustCommand() *command {
 			if len(args) == 1 {
 				file = args[0]
 			}
-			data, err := os.ReadFile(file)
+			data, err := readConfigFile(file)
 			if err != nil {
 				return fmt.Errorf("trust: %w", err)
 			}
 			// A file that would be refused anyway is not recorded.
-			if _, err := parseConfig(file, data); err != nil {
+			c, err := parseConfig(file, data)
+			if err != nil {
 				return err
 			}
 			abs, err := filepath.Abs(file)
@@ -85,10 +202,14 @@ func trustCommand() *command {
 			if err != nil {
 				return fmt.Errorf("trust: %w", err)
 			}
-			if err := atomicfile.Write(rec, []byte(trustLine(abs, data)), 0o600); err != nil {
+			if err := atomicfile.Write(rec, []byte(trustLines(abs, data, c)), 0o600); err != nil {
 				return fmt.Errorf("trust: %w", err)
 			}
-			fmt.Fprintf(env.stdout, "trusted %s as it is now; after a change to it, run agenthost trust again\n", textsafe.Name(abs))
+			fmt.Fprintf(env.stdout, "trusted %s as it is now", textsafe.Name(abs))
+			if pins := c.pinned(filepath.Dir(abs)); len(pins) > 0 {
+				fmt.Fprintf(env.stdout, ", with the %d files of the project it runs or reads", len(pins))
+			}
+			fmt.Fprintf(env.stdout, "; after a change to any, run agenthost trust again\n")
 			return nil
 		},
 	}
