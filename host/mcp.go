@@ -539,6 +539,15 @@ func (p *toolSource) mcpCallError(ctx context.Context, inst *instance, err error
 	if errors.As(err, &rpcErr) && !inst.dead() {
 		return fmt.Errorf("%s answered: %s", p.what(), rpcErr.Message)
 	}
+	var broken *mcpsource.BrokenError
+	if errors.As(err, &broken) {
+		// What the server sent ended the session, and then (its stdin
+		// closed) the server: the model learns the first, not the last.
+		reason := strings.TrimPrefix(broken.Reason.Error(), "the server ")
+		p.drop(inst, "it "+reason)
+		p.logger.Warn(p.kind()+" broke the session during a call; the next call starts it again", "error", err)
+		return fmt.Errorf("%s %s, which ended its session; the next call starts it again", p.what(), reason)
+	}
 	return p.lostDuringCall(inst, err.Error(), err)
 }
 

@@ -405,6 +405,24 @@ func TestMCPToolListChanges(t *testing.T) {
 	}
 }
 
+// A server that sends a message over the 64 MiB + 1 MiB limit, or a line
+// that never ends, is told to the model as what it did, not as a crash;
+// the next call starts it again.
+func TestMCPServerFloodIsNamed(t *testing.T) {
+	t.Parallel()
+	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	for _, arg := range []string{"", "endless"} {
+		got := reg.Execute(t.Context(), "flood", []byte(`{"text":"`+arg+`"}`))
+		want := "Error executing flood: MCP server hostile sent a message longer than 68157440 bytes, which ended its session; the next call starts it again"
+		if got != want {
+			t.Errorf("flood %q = %q, want %q", arg, got, want)
+		}
+		if got := call(t, reg, "echo", `{"text":"after"}`); got != "after" {
+			t.Errorf("echo after the flood = %q", got)
+		}
+	}
+}
+
 // A tool the user disabled stays disabled when its server drops it and
 // lists it again (tools/list_changed twice); one enabled stays enabled.
 func TestMCPDisabledToolStaysDisabledWhenListedAgain(t *testing.T) {

@@ -39,10 +39,35 @@ type failure struct {
 func (f *failure) Error() string   { return f.msg }
 func (f *failure) Unwrap() []error { return f.causes }
 
+// BrokenError is a request that failed because the server broke the
+// session's stream: a message longer than the limit (64 MiB + 1 MiB), a
+// line that never ends, one that is not JSON-RPC. The session is over.
+type BrokenError struct {
+	// Reason says what the server sent.
+	Reason error
+	err    error
+}
+
+func (e *BrokenError) Error() string   { return "the server broke the session: " + cut(e.Reason.Error()) }
+func (e *BrokenError) Unwrap() []error { return []error{mcp.ErrConnectionClosed, e.err} }
+
+// brokenStream is a transport that says why the server's stream ended a
+// session (mcpstdio.Transport).
+type brokenStream interface{ Broken() error }
+
 // describe turns err, from a request sent under ctx, into words that say
 // what happened, prefixed with what ("" for none). done is the session's
-// Done channel, nil during the handshake.
-func describe(ctx context.Context, done <-chan struct{}, what string, err error) error {
+// Done channel, nil during the handshake; t is the session's transport.
+func describe(ctx context.Context, t mcp.Transport, done <-chan struct{}, what string, err error) error {
+	if b, ok := t.(brokenStream); ok && ctx.Err() == nil {
+		if reason := b.Broken(); reason != nil {
+			var f error = &BrokenError{Reason: reason, err: err}
+			if what != "" {
+				f = fmt.Errorf("%s: %w", what, f)
+			}
+			return f
+		}
+	}
 	f := classify(ctx, done, err)
 	if what != "" {
 		f.msg = what + ": " + f.msg

@@ -318,8 +318,9 @@ func TestGarbageEndsTheSession(t *testing.T) {
 	})
 	s := connect(t, tr, Options{})
 	_, _, err := s.Call(t.Context(), "x", nil)
-	if !errors.Is(err, mcp.ErrConnectionClosed) || !strings.HasPrefix(err.Error(), "the connection to the server broke: ") {
-		t.Errorf("err = %v, want a broken connection", err)
+	var broken *BrokenError
+	if !errors.Is(err, mcp.ErrConnectionClosed) || !errors.As(err, &broken) || !strings.HasPrefix(err.Error(), "the server broke the session: the server sent a line that is not a JSON-RPC message: ") {
+		t.Errorf("err = %v, want the session broken by the line", err)
 	}
 	select {
 	case <-s.Done():

@@ -85,6 +85,7 @@ type Options struct {
 // calls. Its methods may be called concurrently.
 type Session struct {
 	cs        *mcp.ClientSession
+	t         mcp.Transport
 	maxResult int
 	done      chan struct{}
 	// life ends when Close is called, and with it every request under
@@ -120,10 +121,10 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 	})
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
-		return nil, describe(ctx, nil, "the handshake with the server failed", err)
+		return nil, describe(ctx, t, nil, "the handshake with the server failed", err)
 	}
 	life, end := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Session{cs: cs, maxResult: opts.MaxResult, done: make(chan struct{}), life: life, end: end}
+	s := &Session{cs: cs, t: t, maxResult: opts.MaxResult, done: make(chan struct{}), life: life, end: end}
 	if s.maxResult <= 0 {
 		s.maxResult = defaultMaxResult
 	}
@@ -136,11 +137,11 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 			if ctx.Err() != nil || closedConnection(err) {
 				s.Close()
-				return nil, describe(ctx, s.done, "the handshake with the server failed", err)
+				return nil, describe(ctx, t, s.done, "the handshake with the server failed", err)
 			}
 			// A server that declares logging but refuses the level only
 			// sends more, or less, than asked for; the session is fine.
-			logger.Debug("the MCP server refused a log level", "level", string(level), "error", describe(ctx, s.done, "", err).Error())
+			logger.Debug("the MCP server refused a log level", "level", string(level), "error", describe(ctx, t, s.done, "", err).Error())
 		}
 	}
 	return s, nil
@@ -158,7 +159,7 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
 	for page := 1; ; page++ {
 		res, err := s.cs.ListTools(ctx, params)
 		if err != nil {
-			return nil, describe(ctx, s.done, "listing the tools failed", err)
+			return nil, describe(ctx, s.t, s.done, "listing the tools failed", err)
 		}
 		if len(tools)+len(res.Tools) > maxTools {
 			return nil, fmt.Errorf("listing the tools failed: the server lists more than %d tools", maxTools)
@@ -253,7 +254,7 @@ func (s *Session) CallResult(ctx context.Context, name string, args json.RawMess
 	defer stop()
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
 	if err != nil {
-		return Result{}, describe(ctx, s.done, "", err)
+		return Result{}, describe(ctx, s.t, s.done, "", err)
 	}
 	text, err := resultText(res, s.maxResult)
 	if err != nil {
@@ -285,7 +286,7 @@ func (s *Session) Ping(ctx context.Context) error {
 	ctx, stop := s.bind(ctx)
 	defer stop()
 	if err := s.cs.Ping(ctx, nil); err != nil {
-		return describe(ctx, s.done, "the ping failed", err)
+		return describe(ctx, s.t, s.done, "the ping failed", err)
 	}
 	return nil
 }

@@ -47,13 +47,27 @@ type Transport struct {
 	// end sets it; a client's end leaves it unset, as a server that
 	// writes such a line is broken.
 	Answer bool
+
+	// broken is the first reason a Read ended the session: a line too
+	// long, one that is not a message (see Broken).
+	broken atomic.Pointer[error]
 }
 
 var _ mcp.Transport = (*Transport)(nil)
 
+// Broken returns why the peer's stream ended a session of t, when it did
+// (a line longer than MaxMessage, one that is not JSON-RPC), or nil: the
+// SDK tells the requests under way only that the connection closed.
+func (t *Transport) Broken() error {
+	if p := t.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Connect returns the session's connection.
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
-	return &stdioConn{in: bufio.NewReaderSize(t.R, readBuffer), max: t.MaxMessage, peer: t.Peer, answer: t.Answer, r: t.R, w: t.W}, nil
+	return &stdioConn{in: bufio.NewReaderSize(t.R, readBuffer), max: t.MaxMessage, peer: t.Peer, answer: t.Answer, r: t.R, w: t.W, t: t}, nil
 }
 
 const (
@@ -68,6 +82,7 @@ const (
 // stdioConn is one session's stdio connection. The SDK reads from one
 // goroutine, and may write from many, and close from any.
 type stdioConn struct {
+	t      *Transport
 	r      io.ReadCloser
 	in     *bufio.Reader
 	max    int               // the longest line, with its newline
@@ -105,6 +120,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if c.closed.Load() {
 				return nil, io.EOF
 			}
+			if tooLong := (*tooLongError)(nil); errors.As(err, &tooLong) {
+				c.t.broken.CompareAndSwap(nil, &err)
+			}
 			return nil, err
 		}
 		line = bytes.TrimSpace(line)
@@ -117,6 +135,8 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return msgs[0], nil
 		}
 		if !c.answer {
+			broken := fmt.Errorf("%s sent a line that is not a JSON-RPC message: %w", c.peer, err)
+			c.t.broken.CompareAndSwap(nil, &broken)
 			return nil, err
 		}
 		if err := c.answerInvalid(line); err != nil {
@@ -155,6 +175,16 @@ func (c *stdioConn) answerInvalid(line []byte) error {
 	return c.writeLine(data)
 }
 
+// tooLongError is a line longer than the limit.
+type tooLongError struct {
+	peer string
+	max  int
+}
+
+func (e *tooLongError) Error() string {
+	return fmt.Sprintf("%s sent a message longer than %d bytes", e.peer, e.max)
+}
+
 // readLine reads the next line, up to c.max bytes with its newline. The
 // line is valid until the next call.
 func (c *stdioConn) readLine() ([]byte, error) {
@@ -165,7 +195,7 @@ func (c *stdioConn) readLine() ([]byte, error) {
 	for {
 		chunk, err := c.in.ReadSlice('\n')
 		if len(c.long)+len(chunk) > c.max {
-			return nil, fmt.Errorf("%s sent a message longer than %d bytes", c.peer, c.max)
+			return nil, &tooLongError{c.peer, c.max}
 		}
 		switch {
 		case err == nil && len(c.long) == 0:

@@ -148,6 +148,23 @@ func main() {
 				})
 			return text("grew"), nil, nil
 		})
+	mcp.AddTool(server, &mcp.Tool{Name: "flood", Description: "Write a line of 66 MiB to stdout past the SDK; with text \"endless\", one that never ends."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			// One write: os.File holds its write lock for all of it, so
+			// nothing the SDK writes lands inside the line.
+			line := []byte(`{"jsonrpc":"2.0","id":999999,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", 66<<20))
+			if in.Text == "endless" {
+				if _, err := os.Stdout.Write(line); err != nil {
+					os.Exit(5)
+				}
+				<-ctx.Done()
+				select {}
+			}
+			if _, err := os.Stdout.Write(append(line, `"}]}}`+"\n"...)); err != nil {
+				os.Exit(5)
+			}
+			return text("flooded"), nil, nil
+		})
 	mcp.AddTool(server, &mcp.Tool{Name: "shrink", Description: "Remove the tool grown, and say so to the client."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
 			server.RemoveTools("grown")
