@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -378,5 +381,38 @@ func TestCloseEndsCallsUnderWay(t *testing.T) {
 	case <-s.Done():
 	default:
 		t.Error("Done is not closed after Close")
+	}
+}
+
+// An SSE server that names a message endpoint on another origin does not
+// make the host post there: the handshake fails, naming it, and the other
+// origin hears nothing.
+func TestSSEEndpointOnAnotherOrigin(t *testing.T) {
+	t.Parallel()
+	var posted atomic.Int32
+	victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posted.Add(1)
+	}))
+	defer victim.Close()
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: endpoint\ndata: %s/message?session=1\n\n", victim.URL)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer hostile.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, SSE(hostile.URL+"/sse", nil), Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("the handshake went through")
+	}
+	var cross *CrossOriginError
+	if !errors.As(err, &cross) || !strings.Contains(err.Error(), "the server named "+victim.URL+"/message?session=1, on another origin than its SSE endpoint "+hostile.URL+"/sse: refused") {
+		t.Errorf("err = %v, want the other origin named", err)
+	}
+	if n := posted.Load(); n != 0 {
+		t.Errorf("the other origin got %d requests", n)
 	}
 }

@@ -2,6 +2,7 @@ package mcpsource
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -39,15 +40,52 @@ func HTTP(url string, headers map[string]string) mcp.Transport {
 }
 
 // SSE is the older HTTP+SSE transport (protocol version 2024-11-05) to
-// url, the server's SSE endpoint (such as http://127.0.0.1:3001/sse).
-// headers are sent as HTTP's are: to url's origin only, which keeps them
+// endpoint, the server's SSE endpoint (such as http://127.0.0.1:3001/sse).
+// headers are sent as HTTP's are: to endpoint's origin only, which keeps them
 // from a message endpoint the server names on another host.
-func SSE(url string, headers map[string]string) mcp.Transport {
+//
+// The server names the endpoint its messages are posted to; one on
+// another origin (scheme, host and port) than endpoint is refused, as the
+// TypeScript, Python and Rust SDKs refuse it: the host would otherwise
+// post wherever a server says, from outside any sandbox.
+func SSE(endpoint string, headers map[string]string) mcp.Transport {
+	client := headerClient(endpoint, headers)
+	if u, err := url.Parse(endpoint); err == nil {
+		client.Transport = &sameOrigin{base: client.Transport, scheme: u.Scheme, host: u.Host, endpoint: endpoint}
+	}
 	return &sseTransport{mcp.SSEClientTransport{
-		Endpoint:     url,
-		HTTPClient:   headerClient(url, headers),
+		Endpoint:     endpoint,
+		HTTPClient:   client,
 		MaxEventSize: maxMessageSize,
 	}}
+}
+
+// sameOrigin sends the requests for one origin, and refuses the others.
+type sameOrigin struct {
+	base         http.RoundTripper
+	scheme, host string
+	endpoint     string
+}
+
+var _ http.RoundTripper = (*sameOrigin)(nil)
+
+func (t *sameOrigin) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(req.URL.Scheme, t.scheme) || !strings.EqualFold(req.URL.Host, t.host) {
+		return nil, &CrossOriginError{Endpoint: t.endpoint, URL: req.URL.Redacted()}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// CrossOriginError is a request an SSE server sent the host to another
+// origin than its own: a message endpoint it named elsewhere, or a
+// redirect there.
+type CrossOriginError struct {
+	Endpoint string // the server's SSE endpoint
+	URL      string // where it sent the host
+}
+
+func (e *CrossOriginError) Error() string {
+	return fmt.Sprintf("the server named %s, on another origin than its SSE endpoint %s: refused", cutTo(e.URL, 200), cutTo(e.Endpoint, 200))
 }
 
 // sseTransport keeps the SDK's SSE transport from binding its event
