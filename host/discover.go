@@ -328,6 +328,11 @@ const (
 
 	// maxPluginLabel bounds the name and version a plugin gives itself.
 	maxPluginLabel = 256
+
+	// maxToolListBytes bounds an MCP server's list of tools as it is
+	// read: what MaxToolsPerPlugin tools of the largest schemas and
+	// descriptions take, with room for their names and titles.
+	maxToolListBytes = MaxToolsPerPlugin*(MaxSchemaSize+MaxDescriptionSize) + 1<<20
 )
 
 // pluginTool checks what a plugin declares of one tool against the

@@ -306,7 +306,9 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	}
 	ctx, cancel := p.bounded(p.startTimeout)
 	defer cancel()
-	opts := mcpsource.Options{Name: "agenthost", Version: hostVersion(), Logger: p.logger, OnToolsChanged: p.onToolsChanged}
+	opts := mcpsource.Options{Name: "agenthost", Version: hostVersion(), Logger: p.logger, OnToolsChanged: p.onToolsChanged,
+		// A list that could never load is not read past what shows it.
+		MaxTools: MaxToolsPerPlugin, MaxListBytes: maxToolListBytes}
 	p.mu.Lock()
 	perms := p.perms
 	p.mu.Unlock()

@@ -423,6 +423,28 @@ func TestMCPServerFloodIsNamed(t *testing.T) {
 	}
 }
 
+// A server whose list of tools could never load (more than 128 tools, or
+// more bytes than 128 of the largest) is refused at the page that shows
+// it, saying so; the other sources load.
+func TestMCPToolListTooLargeIsRefused(t *testing.T) {
+	t.Parallel()
+	many, large := hostileMCP(t, "many"), hostileMCP(t, "large")
+	many.Env = map[string]string{"MCPSERVER_TOOLS": "200,10"}
+	large.Env = map[string]string{"MCPSERVER_TOOLS": "30,1048576"}
+	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, many, large, hostileMCP(t, "fine"))
+	for server, want := range map[string]string{
+		"many":  "listing the tools failed: the server lists more than 128 tools",
+		"large": "listing the tools failed: the server's tools take more than 11534336 bytes (names, descriptions and schemas), by page 2",
+	} {
+		if r := report(t, reg, server); r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+			t.Errorf("%s: %v, want %q", server, r.Err, want)
+		}
+	}
+	if got := call(t, reg, "echo", `{"text":"ok"}`); got != "ok" {
+		t.Errorf("the other server's echo = %q", got)
+	}
+}
+
 // A tool the user disabled stays disabled when its server drops it and
 // lists it again (tools/list_changed twice); one enabled stays enabled.
 func TestMCPDisabledToolStaysDisabledWhenListedAgain(t *testing.T) {

@@ -210,6 +210,38 @@ func TestHostileToolLists(t *testing.T) {
 	}
 }
 
+// A list too large to load is not read past the page that shows it:
+// pages of 1 MiB descriptions stop at 4 MiB, and 10 tools at 8.
+func TestToolListIsJudgedAsItComes(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("d", 1<<20)
+	srv, tr := startRaw(t, func(method string, params json.RawMessage) (reply, bool) {
+		if method != "tools/list" {
+			return reply{}, false
+		}
+		var p struct{ Cursor string }
+		_ = json.Unmarshal(params, &p)
+		return reply{result: fmt.Sprintf(`{"tools":[{"name":"t%s","description":%q}],"nextCursor":"%s+"}`, p.Cursor, big, p.Cursor)}, true
+	})
+	s := connect(t, tr, Options{MaxListBytes: 4 << 20})
+	_, err := s.Tools(t.Context())
+	if err == nil || err.Error() != "listing the tools failed: the server's tools take more than 4194304 bytes (names, descriptions and schemas), by page 4" {
+		t.Errorf("err = %v", err)
+	}
+	srv.mu.Lock()
+	asked := strings.Count(strings.Join(srv.received, " "), "tools/list")
+	srv.mu.Unlock()
+	if asked != 4 {
+		t.Errorf("the client asked for %d pages, want 4", asked)
+	}
+
+	_, tr = startRaw(t, toolsList(map[string][2]string{"": {`[` + strings.Repeat(`{"name":"t"},`, 8) + `{"name":"t"}]`, "x"}, "x": {`[]`, ""}}))
+	s = connect(t, tr, Options{MaxTools: 8})
+	if _, err := s.Tools(t.Context()); err == nil || err.Error() != "listing the tools failed: the server lists more than 8 tools" {
+		t.Errorf("err = %v", err)
+	}
+}
+
 func TestEndlessToolList(t *testing.T) {
 	t.Parallel()
 	_, tr := startRaw(t, func(method string, params json.RawMessage) (reply, bool) {

@@ -19,10 +19,11 @@ import (
 // deadline.
 const protocolVersion = "2025-11-25"
 
-// The bounds of a tool list.
+// The bounds of a tool list, when Options sets none.
 const (
-	maxPages = 1000
-	maxTools = 10000
+	maxPages     = 1000
+	maxTools     = 10000
+	maxListBytes = 64 << 20
 )
 
 // defaultMaxResult is Options.MaxResult's zero value: 64 MiB.
@@ -79,6 +80,14 @@ type Options struct {
 	// MaxResult bounds the text of one call's result, in bytes: a larger
 	// result is an error saying so. Zero means 64 MiB.
 	MaxResult int
+
+	// MaxTools and MaxListBytes bound a list of tools (Tools): how many,
+	// and the bytes of their names, titles, descriptions and schemas. A
+	// page that takes the list past either ends it with an error, so
+	// that no more pages are asked for, nor kept. Zero means 10,000 tools
+	// and 64 MiB.
+	MaxTools     int
+	MaxListBytes int
 }
 
 // Session is a connection to one MCP server, initialized and ready for
@@ -87,6 +96,8 @@ type Session struct {
 	cs        *mcp.ClientSession
 	t         mcp.Transport
 	maxResult int
+	maxTools  int
+	maxBytes  int
 	done      chan struct{}
 	// life ends when Close is called, and with it every request under
 	// way: the SDK's own Close would wait for them.
@@ -124,9 +135,15 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 		return nil, describe(ctx, t, nil, "the handshake with the server failed", err)
 	}
 	life, end := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Session{cs: cs, t: t, maxResult: opts.MaxResult, done: make(chan struct{}), life: life, end: end}
+	s := &Session{cs: cs, t: t, maxResult: opts.MaxResult, maxTools: opts.MaxTools, maxBytes: opts.MaxListBytes, done: make(chan struct{}), life: life, end: end}
 	if s.maxResult <= 0 {
 		s.maxResult = defaultMaxResult
+	}
+	if s.maxTools <= 0 {
+		s.maxTools = maxTools
+	}
+	if s.maxBytes <= 0 {
+		s.maxBytes = maxListBytes
 	}
 	go func() {
 		_ = cs.Wait()
@@ -148,10 +165,12 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 }
 
 // Tools lists the server's tools, every page of them. A list of more than
-// 10,000 tools, of more than 1,000 pages, or whose pages repeat a cursor
-// is an error.
+// Options.MaxTools tools or Options.MaxListBytes bytes, of more than
+// 1,000 pages, or whose pages repeat a cursor is an error, as soon as the
+// page that shows it arrives.
 func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
 	var tools []Tool
+	size := 0
 	seen := map[string]bool{}
 	params := &mcp.ListToolsParams{}
 	ctx, stop := s.bind(ctx)
@@ -161,11 +180,16 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
 		if err != nil {
 			return nil, describe(ctx, s.t, s.done, "listing the tools failed", err)
 		}
-		if len(tools)+len(res.Tools) > maxTools {
-			return nil, fmt.Errorf("listing the tools failed: the server lists more than %d tools", maxTools)
+		if len(tools)+len(res.Tools) > s.maxTools {
+			return nil, fmt.Errorf("listing the tools failed: the server lists more than %d tools", s.maxTools)
 		}
 		for _, t := range res.Tools {
-			tools = append(tools, toolFrom(t))
+			tool := toolFrom(t)
+			size += len(tool.Name) + len(tool.Title) + len(tool.Description) + len(tool.InputSchema) + len(tool.OutputSchema)
+			if size > s.maxBytes {
+				return nil, fmt.Errorf("listing the tools failed: the server's tools take more than %d bytes (names, descriptions and schemas), by page %d", s.maxBytes, page)
+			}
+			tools = append(tools, tool)
 		}
 		next := res.NextCursor
 		if next == "" {

@@ -48,7 +48,23 @@ func text(s string) *mcp.CallToolResult {
 }
 
 func main() {
-	server := mcp.NewServer(&mcp.Implementation{Name: "hostile-mcp", Version: "0.1.0"}, nil)
+	// MCPSERVER_TOOLS=N,SIZE lists N more tools, each with a description
+	// of SIZE bytes, a page of 10 at a time.
+	pageSize := 0
+	var extra, size int
+	if v := os.Getenv("MCPSERVER_TOOLS"); v != "" {
+		n, sz, _ := strings.Cut(v, ",")
+		extra, _ = strconv.Atoi(n)
+		size, _ = strconv.Atoi(sz)
+		pageSize = 10
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "hostile-mcp", Version: "0.1.0"}, &mcp.ServerOptions{PageSize: pageSize})
+	for i := range extra {
+		mcp.AddTool(server, &mcp.Tool{Name: fmt.Sprintf("extra%d", i), Description: strings.Repeat("d", size)},
+			func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+				return text("extra"), nil, nil
+			})
+	}
 	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Echo the text."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
 			return text(in.Text), nil, nil
