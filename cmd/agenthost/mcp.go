@@ -62,9 +62,9 @@ func mcpCommand() *command {
 			server := newMCPServer(env.registry)
 			if f.http == "" {
 				beforeStdioServe()
-				return serveStdio(ctx, server, env.stdin, env.stdout)
+				return serveStdio(ctx, server, readOnlyTool(env.registry), env.stdin, env.stdout)
 			}
-			return serveHTTP(ctx, server, f, env.stderr)
+			return serveHTTP(ctx, server, readOnlyTool(env.registry), f, env.stderr)
 		},
 	}
 }
@@ -340,7 +340,7 @@ func callTool(ctx context.Context, reg *host.ToolRegistry, req *mcp.CallToolRequ
 // serveStdio serves one session over stdin and stdout until the client
 // closes stdin or ctx is canceled. A line that is not a JSON-RPC message
 // is answered with a JSON-RPC error, and the session goes on.
-func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer) error {
+func serveStdio(ctx context.Context, server *mcp.Server, readOnly func(string) bool, stdin io.Reader, stdout io.Writer) error {
 	// The session closes R when it ends: stdin itself is left open, a
 	// pipe opened anew is closed, which also ends a read under way.
 	in := io.NopCloser(stdin)
@@ -354,6 +354,8 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 		MaxMessage: mcp.DefaultMaxLineLength,
 		Answer:     true,
 	}
+	gate := newCallGate(maxCallsPerSession, readOnly)
+	server.AddReceivingMiddleware(gate.middleware())
 	session, err := server.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
@@ -362,6 +364,9 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 	go func() { done <- session.Wait() }()
 	select {
 	case <-ctx.Done():
+		// The calls in flight finish, within drainTimeout, and are
+		// answered as they ended.
+		gate.drain(drainTimeout, context.Cause(ctx))
 		session.Close()
 		<-done
 		return nil

@@ -316,7 +316,9 @@ func TestMCPCancel(t *testing.T) {
 	t.Run("over HTTP", func(t *testing.T) {
 		ctx, stop := context.WithCancel(t.Context())
 		stderr, served := newLineWriter(), make(chan error, 1)
-		go func() { served <- serveHTTP(ctx, newMCPServer(reg), &mcpFlags{addr: "127.0.0.1:0"}, stderr) }()
+		go func() {
+			served <- serveHTTP(ctx, newMCPServer(reg), readOnlyTool(reg), &mcpFlags{addr: "127.0.0.1:0"}, stderr)
+		}()
 		var url string
 		select {
 		case line := <-stderr.lines:

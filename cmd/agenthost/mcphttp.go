@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 )
 
 // The defaults of --max-sessions and --session-idle.
@@ -90,43 +91,71 @@ func (f *mcpFlags) checkHTTP() error {
 	return nil
 }
 
-// shutdownTimeout bounds the shutdown of the HTTP server.
+// shutdownTimeout bounds the shutdown of the HTTP server, once the calls
+// in flight are done or canceled (drainTimeout).
 const shutdownTimeout = 5 * time.Second
+
+// The HTTP server's timeouts: a request's header and its body have
+// headerTimeout and bodyTimeout to arrive; a connection idle between
+// requests is closed after idleConnTimeout.
+const (
+	headerTimeout   = 10 * time.Second
+	bodyTimeout     = 10 * time.Second
+	idleConnTimeout = 2 * time.Minute
+)
 
 // serveHTTP serves the streamable HTTP transport at /mcp (and /) until ctx
 // is canceled. It prints the URL to stderr once it listens. Zero
 // maxSessions and sessionIdle in f take the defaults.
 //
-// Once ctx is canceled, within shutdownTimeout: no new session or request
-// without one is taken, the calls in flight are canceled (a
-// subscriptions/listen stream ends with its result), every session is
+// Once ctx is canceled: no new session, request without one or call is
+// taken; the calls in flight get drainTimeout to finish, and are
+// answered as they ended (a write that lands is never answered
+// "canceled"); those left are canceled (a subscriptions/listen stream
+// ends with its result); then, within shutdownTimeout, every session is
 // closed, which ends its event streams and its goroutines, and the
 // listener and the connections are closed. A request's context is not
 // ctx's: a request ends as its call returns or its session closes, with
 // what the SDK writes then.
-func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.Writer) error {
+//
+// Bounds (see mcplimits.go): a request's header and body have 10 s each
+// to arrive, a JSON-RPC batch holds at most maxBatch messages, a session
+// at most maxCallsPerSession calls in flight, and the server takes at
+// most 4 x --max-sessions + 16 connections at once (more wait to be
+// accepted).
+func serveHTTP(ctx context.Context, server *mcp.Server, readOnly func(string) bool, f *mcpFlags, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	handler, rpc := newHTTPHandler(server, f, ln.Addr())
 	// The SDK runs a session's calls with contexts of their own, and
-	// closes a session only once its calls have returned. A stateless
-	// session's client is never asked for its roots.
-	server.AddReceivingMiddleware(cancelWith(ctx), markStateless(f.stateless))
+	// closes a session only once its calls have returned: the gate ends
+	// them. A stateless session's client is never asked for its roots.
+	gate := newCallGate(maxCallsPerSession, readOnly)
+	rpc.gate = gate
+	server.AddReceivingMiddleware(gate.middleware(), markStateless(f.stateless))
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       idleConnTimeout,
 	}
 	fmt.Fprintf(stderr, "listening on http://%s/mcp\n", ln.Addr())
 
+	// Connections beyond the limit wait in the kernel's queue, costing
+	// the process nothing, until one closes.
+	maxConns := 4*rpc.max + 16
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(netutil.LimitListener(ln, maxConns)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("mcp: %w", err)
 	case <-ctx.Done():
 	}
+	// No new session or request without one; the calls in flight finish,
+	// within drainTimeout, and are answered as they ended.
+	rpc.stopTaking()
+	gate.drain(drainTimeout, context.Cause(ctx))
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	closed := rpc.closeSessions()
@@ -138,19 +167,6 @@ func serveHTTP(ctx context.Context, server *mcp.Server, f *mcpFlags, stderr io.W
 	case <-shutdown.Done():
 	}
 	return nil
-}
-
-// cancelWith is a middleware that cancels the context of every call the
-// server receives once ctx is done.
-func cancelWith(ctx context.Context) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(callCtx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			callCtx, cancel := context.WithCancelCause(callCtx)
-			defer cancel(nil)
-			defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
-			return next(callCtx, method, req)
-		}
-	}
 }
 
 // newHTTPHandler is the whole HTTP side of agenthost mcp --http, for a
@@ -308,6 +324,7 @@ type rpcHandler struct {
 	stateless http.Handler
 	server    *mcp.Server
 	max       int
+	gate      *callGate // counts the POSTs under way; nil for none
 
 	mu       sync.Mutex
 	open     int                         // sessions open or being initialized, and stateless requests in flight
@@ -326,19 +343,41 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.stateful.ServeHTTP(tw, r)
 		return
 	}
+	if h.gate != nil {
+		h.gate.hold()
+		defer h.gate.release()
+	}
+	// A body that trickles in holds a connection and a goroutine: it has
+	// bodyTimeout to arrive whole.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	if err == nil {
+		// Past it, a body that did not arrive leaves the deadline
+		// behind, so that the connection closes with the answer.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var netErr net.Error
+		switch {
+		case errors.As(err, &tooBig):
 			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit))
-			return
+		case errors.As(err, &netErr) && netErr.Timeout():
+			w.Header().Set("Connection", "close")
+			writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the request body did not arrive within %s", bodyTimeout))
+		default:
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "failed to read the body")
 		}
-		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "failed to read the body")
 		return
 	}
 	msgs, raws, status, code, msg := parseBody(body)
 	if code != 0 {
 		writeRPCError(w, status, jsonrpc.ID{}, code, msg)
+		return
+	}
+	if len(msgs) > maxBatch {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a batch of %d messages; at most %d in one request", len(msgs), maxBatch))
 		return
 	}
 	tw.id = singleCallID(msgs)
@@ -456,8 +495,8 @@ func (h *rpcHandler) acquire(tw *textErrors) bool {
 // a session closing, not even the result of a subscriptions/listen that
 // tells its client the stream ended on purpose.
 func (h *rpcHandler) closeSessions() <-chan struct{} {
+	h.stopTaking()
 	h.mu.Lock()
-	h.closing = true
 	open := slices.Collect(maps.Keys(h.sessions))
 	h.mu.Unlock()
 	var wg sync.WaitGroup
@@ -470,6 +509,13 @@ func (h *rpcHandler) closeSessions() <-chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// stopTaking takes no new session or stateless request from now on.
+func (h *rpcHandler) stopTaking() {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
 }
 
 func (h *rpcHandler) release() {

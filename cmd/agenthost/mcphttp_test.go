@@ -52,7 +52,7 @@ func newTestServer(t *testing.T, f *mcpFlags) *testServer {
 	s.stop = stop
 	stderr := newLineWriter()
 	go func() {
-		s.err = serveHTTP(ctx, newMCPServer(reg), f, stderr)
+		s.err = serveHTTP(ctx, newMCPServer(reg), readOnlyTool(reg), f, stderr)
 		close(s.done)
 	}()
 	t.Cleanup(func() {
@@ -90,7 +90,8 @@ type waitTool struct {
 
 func newWaitTool(t *testing.T, reg *host.ToolRegistry) *waitTool {
 	w := &waitTool{started: make(chan struct{}, 64), canceled: make(chan struct{}, 64), gate: make(chan struct{})}
-	tool := sdk.NewTool(sdk.Info{Name: "wait", Description: "Wait until the test lets calls go."},
+	// Read-only: a shutdown cancels it at once.
+	tool := sdk.NewTool(sdk.Info{Name: "wait", Description: "Wait until the test lets calls go.", Annotations: sdk.Annotations{ReadOnly: true}},
 		func(ctx context.Context, _ struct{}) (string, error) {
 			w.started <- struct{}{}
 			select {
