@@ -3,7 +3,7 @@ BIN := bin
 PLUGINS := fs session search bash
 EXAMPLES := clock
 
-.PHONY: all build run test bench proto clean
+.PHONY: all build run test prereqs bench proto clean
 
 all: build
 
@@ -33,17 +33,22 @@ run: build
 # tests/mcp-servers/package-lock.json); they need Node 20 or newer.
 MCP_SERVERS := tests/mcp-servers
 
+# Without npm, the tests that need these packages skip, each saying so.
 $(MCP_SERVERS)/node_modules/.package-lock.json: $(MCP_SERVERS)/package.json $(MCP_SERVERS)/package-lock.json
-	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund
-	@touch $@
+	@if command -v npm >/dev/null; then \
+		echo "cd $(MCP_SERVERS) && npm ci --no-audit --no-fund"; \
+		cd $(MCP_SERVERS) && npm ci --no-audit --no-fund && touch node_modules/.package-lock.json; \
+	else echo "make test: npm is not installed (apt-get install nodejs npm): the MCP server tests are skipped"; fi
 
 # The Node.js example plugin's packages (pinned in
 # examples/node/package-lock.json), which examples/polyglot's tests run.
 NODE_EXAMPLE := examples/node
 
 $(NODE_EXAMPLE)/node_modules/.package-lock.json: $(NODE_EXAMPLE)/package.json $(NODE_EXAMPLE)/package-lock.json
-	cd $(NODE_EXAMPLE) && npm ci --no-audit --no-fund
-	@touch $@
+	@if command -v npm >/dev/null; then \
+		echo "cd $(NODE_EXAMPLE) && npm ci --no-audit --no-fund"; \
+		cd $(NODE_EXAMPLE) && npm ci --no-audit --no-fund && touch node_modules/.package-lock.json; \
+	else echo "make test: npm is not installed: the Node.js example plugin's tests are skipped"; fi
 
 # Every main package the tests run as a process (the CLI, the plugins, the
 # test plugins of host/testdata) is built once, before the tests, into a
@@ -56,7 +61,12 @@ TEST_BINARIES := ./cmd/agenthost ./examples/clock $(addprefix ./plugins/,$(PLUGI
 	$(patsubst %/,./%,$(dir $(wildcard host/testdata/*/main.go)))
 TEST_BIN := $(or $(TMPDIR),/tmp)/agenthost-test-binaries-$(shell printf '%s' '$(CURDIR)' | cksum | cut -d' ' -f1)
 
-test: $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_modules/.package-lock.json
+# prereqs installs the Debian packages some tests use, when it may, and
+# says in one line what is missing when it may not (.ci/prereqs).
+prereqs:
+	@sh .ci/prereqs
+
+test: prereqs $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_modules/.package-lock.json
 	$(GO) vet ./...
 	$(GO) build -o $(TEST_BIN)/ $(TEST_BINARIES)
 	AGENTHOST_TEST_BINARIES=$(TEST_BIN) $(GO) test -race ./...

@@ -138,9 +138,10 @@ var (
 	requireErr  string
 )
 
-// requirePlugins fails the test, saying what to install, unless both
-// plugins can run: node with the example's node_modules, and
-// /usr/bin/python3 with Debian's h2 and protobuf.
+// requirePlugins skips the test, saying in one line what to install,
+// unless both plugins can run: node with the example's node_modules, and
+// /usr/bin/python3 with Debian's h2 and protobuf. With
+// AGENTHOST_REQUIRE_ALL set (CI), it fails instead.
 func requirePlugins(t *testing.T) {
 	t.Helper()
 	requireOnce.Do(func() {
@@ -167,6 +168,11 @@ func requirePlugins(t *testing.T) {
 		}
 	})
 	if requireErr != "" {
+		if os.Getenv("AGENTHOST_REQUIRE_ALL") == "" {
+			// make test installs them where it may (.ci/prereqs); CI
+			// requires them.
+			t.Skip(strings.ReplaceAll(requireErr, "\n  ", "; "))
+		}
 		t.Fatal(requireErr)
 	}
 }
