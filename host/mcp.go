@@ -383,7 +383,8 @@ func (p *toolSource) launchMCP() (*instance, error) {
 		return nil, err
 	}
 	inst.runner = r
-	go logStderr(p, r.Stderr())
+	stderr := r.Stderr()
+	p.bg.Go(func() { logStderr(p, stderr) })
 	inst.mcp, err = mcpsource.Connect(ctx, mcpsource.Stdio(r.Stdout(), stdin), opts)
 	if err != nil {
 		stdin.Close()
@@ -562,7 +563,7 @@ func (p *toolSource) onToolsChanged() {
 		p.pendingRefresh.Store(true)
 		return
 	}
-	go (*f)()
+	p.bg.Go(*f)
 }
 
 // refreshMCP lists the server's tools again, after it said they changed,

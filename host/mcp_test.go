@@ -391,15 +391,15 @@ func TestMCPPrefixAndDuplicates(t *testing.T) {
 
 func TestMCPToolListChanges(t *testing.T) {
 	t.Parallel()
-	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	// No description cache: other tests change this server's list.
+	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, hostileMCP(t, "hostile"))
 	var changes atomic.Int32
 	stop := reg.OnChange(func() { changes.Add(1) })
 	defer stop()
 	call(t, reg, "grow", `{}`)
 	eventually(t, "the new tool is registered", func() bool { return reg.HasTool("grown") })
-	if changes.Load() == 0 {
-		t.Error("OnChange was not called")
-	}
+	// The listeners are told once the registry has changed.
+	eventually(t, "OnChange is called", func() bool { return changes.Load() > 0 })
 	if got := call(t, reg, "grown", `{}`); got != "grown" {
 		t.Errorf("grown = %q", got)
 	}
@@ -449,7 +449,8 @@ func TestMCPToolListTooLargeIsRefused(t *testing.T) {
 // lists it again (tools/list_changed twice); one enabled stays enabled.
 func TestMCPDisabledToolStaysDisabledWhenListedAgain(t *testing.T) {
 	t.Parallel()
-	reg := loadMCP(t, nil, hostileMCP(t, "hostile"))
+	// No description cache: other tests change this server's list.
+	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, hostileMCP(t, "hostile"))
 	call(t, reg, "grow", `{}`)
 	eventually(t, "the new tool is registered", func() bool { return reg.HasTool("grown") })
 	if err := reg.Disable("grown"); err != nil {

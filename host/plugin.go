@@ -267,7 +267,7 @@ func (inst *instance) hostStream(p *toolSource) uint32 {
 			return
 		}
 		inst.hostID = 1
-		go answerHost(p, stream)
+		p.bg.Go(func() { answerHost(p, stream) })
 	})
 	return inst.hostID
 }

@@ -205,6 +205,12 @@ func (r *groupRunner) Start(context.Context) error {
 			}
 		}
 		r.closePipes()
+		// Closed, the pipes end the copies' reads: what they read is
+		// written, or logged, before finished says the output is done.
+		select {
+		case <-drained:
+		case <-time.After(drainMax):
+		}
 		close(r.finished)
 	}()
 	return nil

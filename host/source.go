@@ -115,6 +115,9 @@ func (p *toolSource) launch() (*instance, error) {
 // the next call. One launch is under way at a time: every caller that
 // needs the plugin meanwhile waits for it, within its own deadline.
 type toolSource struct {
+	// bg are the source's goroutines, which close waits for.
+	bg background
+
 	path         string
 	name         string
 	logger       hclog.Logger
@@ -270,7 +273,8 @@ func (p *toolSource) instance(ctx context.Context) (*instance, error) {
 		if st == nil {
 			st = &startAttempt{done: make(chan struct{})}
 			p.start = st
-			go p.restart(st, p.backoffLocked())
+			backoff := p.backoffLocked()
+			p.bg.Go(func() { p.restart(st, backoff) })
 		}
 		p.mu.Unlock()
 		select {
@@ -386,7 +390,7 @@ func (p *toolSource) dropLocked(inst *instance, reason string) {
 	if reason != "" {
 		p.crashedLocked(reason)
 	}
-	go inst.stop(reason != "")
+	p.bg.Go(func() { inst.stop(reason != "") })
 }
 
 // drop is dropLocked for callers without the lock.
@@ -553,6 +557,12 @@ func (p *toolSource) close() {
 	if inst != nil {
 		inst.stop(false)
 	}
+	// What it started in the background (an instance dropped before,
+	// the logging of its output) ends too, each bounded: nothing of the
+	// source runs, or logs, once Close returned.
+	if !p.bg.wait(stopTimeout + reapTimeout + drainMax) {
+		p.logger.Warn(p.kind() + " left work running past its close")
+	}
 }
 
 // stop ends the instance within stopTimeout+reapTimeout, and its whole
@@ -636,6 +646,13 @@ func (inst *instance) stop(force bool) {
 		select {
 		case <-r.done:
 		case <-reap.C:
+			return
 		}
+	}
+	// Its output, read to the end or given up on (within drainMax), and
+	// logged: nothing of it is logged once stop returned.
+	select {
+	case <-r.finished:
+	case <-time.After(drainGrace + drainMax):
 	}
 }

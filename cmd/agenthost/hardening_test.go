@@ -171,3 +171,25 @@ func wallsLine() string {
 	walls = append(walls, "limits: "+host.DefaultLimits.String())
 	return "    walls:   " + strings.Join(walls, "; ") + "\n"
 }
+
+// Nothing of a plugin runs, or logs, once the command returned: its
+// stderr is read to the end and logged before Close returns, and before a
+// failed start is reported. Run many times under the race detector (make
+// test), a log line written into the command's stderr after run returned
+// is a data race with this test's read of it.
+func TestNothingLogsAfterTheCommand(t *testing.T) {
+	t.Setenv("AGENTHOST_PLUGINS", "")
+	dir := pluginDir(t)
+	// A plugin that fails its start while it writes to stderr without end.
+	if err := os.WriteFile(filepath.Join(dir, host.PluginPrefix+"noisy"), []byte("#!/bin/sh\n(i=0; while :; do echo \"noise $i\" >&2; i=$((i+1)); done) &\necho not a plugin\nwait\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		// The test plugin writes to its stderr without end, until it is
+		// killed.
+		r := runCLI(t, "", "--plugins", dir, "--log-level", "debug", "--cache-dir", "-", "call", "chatter", `{"text":"line"}`)
+		if r.code != 0 || !strings.Contains(r.stderr, "line 0") {
+			t.Fatalf("call chatter: exit %d\n%.2000s", r.code, r.stderr)
+		}
+	}
+}

@@ -94,6 +94,15 @@ func main() {
 				fmt.Fprintln(os.Stderr, in.Text)
 				return "written", nil
 			}),
+		sdk.NewTool(sdk.Info{Name: "chatter", Description: "Write lines to stderr, without end, from now on."},
+			func(ctx context.Context, in textInput) (string, error) {
+				go func() {
+					for i := 0; ; i++ {
+						fmt.Fprintf(os.Stderr, "%s %d\n", in.Text, i)
+					}
+				}()
+				return "chattering", nil
+			}),
 		sdk.NewTool(sdk.Info{Name: "big", Description: "Return a string of n bytes."},
 			func(ctx context.Context, in struct {
 				N int `json:"n" jsonschema:"bytes"`
