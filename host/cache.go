@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -146,19 +145,6 @@ func statBinary(path string) (binaryStat, error) {
 	st := binaryStat{path: abs, size: info.Size(), mtime: info.ModTime().UnixNano()}
 	st.ctime, st.inode, st.device = statIdentity(info)
 	return st, nil
-}
-
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // depsSuffix ends the name of a script plugin's list of what it depends
@@ -310,7 +296,7 @@ func (c *descCache) lookup(path, deps string) (*toolv1.DescribeResponse, map[str
 	refresh := false
 	wst := binaryStat{path: e.Path, size: e.Size, mtime: e.ModTime, ctime: e.ChangeTime, inode: e.Inode, device: e.Device}
 	if e.ModTime != st.mtime || e.ChangeTime != st.ctime || e.Inode != st.inode || e.Device != st.device || st.ctime == 0 {
-		sum, err := hashFile(st.path)
+		sum, err := fileSHA256(st.path)
 		if err != nil || sum != e.SHA256 {
 			return nil, nil
 		}
@@ -355,7 +341,7 @@ func (c *descCache) store(path, deps string, desc *toolv1.DescribeResponse, reso
 	if err != nil {
 		return
 	}
-	sum, err := hashFile(st.path)
+	sum, err := fileSHA256(st.path)
 	if err != nil {
 		return
 	}

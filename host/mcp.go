@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/agenthost/agenthost/host/mcpsource"
+	"github.com/agenthost/agenthost/internal/buildinfo"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/toolv1"
@@ -167,20 +168,10 @@ func expandMap(field string, m map[string]string, expand func(field, v string) s
 		return nil
 	}
 	out := make(map[string]string, len(m))
-	for _, k := range slices.Sorted(mapKeys(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out[k] = expand(field+"."+k, m[k])
 	}
 	return out
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // expandEnv expands ${VAR}, ${VAR:-default} and ${env:VAR} in s; other
@@ -235,7 +226,7 @@ func (s *MCPServer) identity() (string, error) {
 	fmt.Fprintf(&b, "mcp\x00%s\x00", x.transport())
 	if x.transport() != "stdio" {
 		b.WriteString(x.URL)
-		for _, k := range slices.Sorted(mapKeys(x.Headers)) {
+		for _, k := range slices.Sorted(maps.Keys(x.Headers)) {
 			fmt.Fprintf(&b, "\x00header %s", k)
 		}
 	} else {
@@ -257,7 +248,7 @@ func (s *MCPServer) identity() (string, error) {
 				fmt.Fprintf(&b, " %s", statKey(p))
 			}
 		}
-		for _, k := range slices.Sorted(mapKeys(x.Env)) {
+		for _, k := range slices.Sorted(maps.Keys(x.Env)) {
 			fmt.Fprintf(&b, "\x00env %s", k)
 		}
 	}
@@ -306,7 +297,7 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	}
 	ctx, cancel := p.bounded(p.startTimeout)
 	defer cancel()
-	opts := mcpsource.Options{Name: "agenthost", Version: hostVersion(), Logger: p.logger, OnToolsChanged: p.onToolsChanged,
+	opts := mcpsource.Options{Name: "agenthost", Version: buildinfo.Version(), Logger: p.logger, OnToolsChanged: p.onToolsChanged,
 		// A list that could never load is not read past what shows it.
 		MaxTools: MaxToolsPerPlugin, MaxListBytes: maxToolListBytes}
 	p.mu.Lock()
@@ -364,7 +355,7 @@ func (p *toolSource) launchMCP() (*instance, error) {
 		}
 		env = append(env, vars...)
 	}
-	for _, k := range slices.Sorted(mapKeys(srv.Env)) {
+	for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
 		env = append(env, k+"="+srv.Env[k])
 	}
 	cmd := &exec.Cmd{Path: exe, Args: append([]string{srv.Command}, srv.Args...), Dir: srv.Dir, Env: env, ExtraFiles: extra}
@@ -405,15 +396,6 @@ func (p *toolSource) launched() {
 	if p.recheck.CompareAndSwap(true, false) || p.toolsChanged.Load() != nil {
 		p.onToolsChanged()
 	}
-}
-
-// hostVersion is the version of the module this package is built in, or
-// "dev" for a build from a work tree.
-func hostVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // logStderr logs what an MCP server writes to its stderr, line by line,

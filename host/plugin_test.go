@@ -42,7 +42,7 @@ func TestDiscoveryRegistersEveryPluginTool(t *testing.T) {
 
 	want := slices.Concat(fsTools, []string{
 		"save_session_context", // agenthost-plugin-session
-		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "hold", "state", "stdout", "big", "patient", "danger", "loose",
+		"echo", "fail", "boom", "crash", "sleep", "pid", "spawn", "hold", "state", "stdout", "chatter", "big", "patient", "danger", "loose",
 	})
 	if got := reg.ToolNames(); !slices.Equal(got, want) {
 		t.Errorf("ToolNames() = %v\nwant %v", got, want)

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/status"
 
+	"github.com/agenthost/agenthost/internal/buildinfo"
 	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk/internal/inprocess"
@@ -156,7 +157,7 @@ func newServer(logger hclog.Logger, p Plugin) *server {
 func (s *server) Describe(context.Context, *toolv1.DescribeRequest) (*toolv1.DescribeResponse, error) {
 	resp := &toolv1.DescribeResponse{
 		PluginName:    filepath.Base(os.Args[0]),
-		PluginVersion: buildVersion(),
+		PluginVersion: buildinfo.VersionOrRevision(),
 		ProtocolMinor: wire.ProtocolMinor,
 		Permissions:   s.perms.Proto(),
 	}
@@ -245,22 +246,4 @@ func toolSpec(t Tool) *toolv1.ToolSpec {
 	// against the very schema above.
 	_, spec.ChecksArguments = t.(toolcall.Preparer)
 	return spec
-}
-
-// buildVersion is the main module's version, or its VCS revision, or
-// "dev".
-func buildVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "dev-" + s.Value[:12]
-		}
-	}
-	return "dev"
 }

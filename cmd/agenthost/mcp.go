@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/buildinfo"
 	"github.com/agenthost/agenthost/internal/mcpstdio"
 )
 
@@ -148,7 +148,7 @@ func listenAddr(s string) (addr string, loopback bool, err error) {
 // registry's workspace roots (see clientRoots).
 func newMCPServer(reg *host.ToolRegistry) *mcp.Server {
 	roots := newClientRoots(reg)
-	server := mcp.NewServer(&mcp.Implementation{Name: "agenthost", Version: buildVersion()}, &mcp.ServerOptions{
+	server := mcp.NewServer(&mcp.Implementation{Name: "agenthost", Version: buildinfo.Version()}, &mcp.ServerOptions{
 		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		RootsListChangedHandler: roots.changed,
 	})
@@ -381,12 +381,3 @@ func serveStdio(ctx context.Context, server *mcp.Server, readOnly func(string) b
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-// buildVersion is the main module's version from the build info, or "dev"
-// for a build from a work tree.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}

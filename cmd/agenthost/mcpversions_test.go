@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/buildinfo"
 )
 
 // newest is the newest protocol version the SDK supports, which its
@@ -269,7 +271,7 @@ func listChanged(id int) string {
 }
 
 func listenResult(id int) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agenthost","version":%q},"io.modelcontextprotocol/subscriptionId":%d}}}`, id, buildVersion(), id)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agenthost","version":%q},"io.modelcontextprotocol/subscriptionId":%d}}}`, id, buildinfo.Version(), id)
 }
 
 // modernTools is the names of the tools a request of the newest protocol

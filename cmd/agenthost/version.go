@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/agenthost/agenthost/internal/buildinfo"
 )
 
 // versionFlag adds --version to the top-level flags: it is checked right
@@ -15,6 +17,6 @@ func versionFlag(fs *flag.FlagSet) *bool {
 
 // printVersion prints "agenthost VERSION".
 func printVersion(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "agenthost %s\n", buildVersion())
+	_, err := fmt.Fprintf(w, "agenthost %s\n", buildinfo.Version())
 	return err
 }

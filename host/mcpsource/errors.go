@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/errs"
 )
 
 // maxMessage bounds the words of an error that come from the server.
@@ -92,7 +94,7 @@ func classify(ctx context.Context, done <-chan struct{}, err error) *failure {
 	// The server's error answer is the end of the chain; the SDK's own
 	// JSON-RPC errors (a request the transport could not send) are joined
 	// with their reason.
-	if answer, ok := innermost(err).(*jsonrpc.Error); ok {
+	if answer, ok := errs.Innermost(err).(*jsonrpc.Error); ok {
 		msg := fmt.Sprintf("the server answered: %s (code %d)", cut(answer.Message), answer.Code)
 		return &failure{msg, []error{err}}
 	}
@@ -103,7 +105,7 @@ func classify(ctx context.Context, done <-chan struct{}, err error) *failure {
 	if reason, ok := undecodable(err); ok {
 		return &failure{"the server's answer could not be used: " + reason, []error{err}}
 	}
-	cause := cut(innermost(err).Error())
+	cause := cut(errs.Innermost(err).Error())
 	if ended(done) {
 		return &failure{"the connection to the server broke: " + cause, []error{mcp.ErrConnectionClosed, err}}
 	}
@@ -136,18 +138,6 @@ func ended(done <-chan struct{}) bool {
 	}
 }
 
-// innermost is the error at the end of err's chain: the SDK's wrapping
-// names its methods and types, the innermost says what went wrong.
-func innermost(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
-}
-
 // undecodable says what an error of the SDK's decoding of an answer
 // means, without the Go types it names, if err is one. (A line that is
 // not JSON at all is not one: it breaks the stream, not an answer.)
@@ -163,7 +153,7 @@ func undecodable(err error) (string, bool) {
 	case errors.As(err, &base64Err):
 		return fmt.Sprintf("its base64 data is invalid at byte %d", int64(base64Err)), true
 	}
-	msg := innermost(err).Error()
+	msg := errs.Innermost(err).Error()
 	for _, sign := range []string{"content type", "nil content", "nesting depth"} {
 		if strings.Contains(msg, sign) {
 			return cut(msg), true

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agenthost/agenthost/internal/errs"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
@@ -83,28 +84,16 @@ func Open(paths []string) (*Workspace, error) {
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			w.Close()
-			return nil, fmt.Errorf("workspace root %s: %w", p, innermost(err))
+			return nil, fmt.Errorf("workspace root %s: %w", p, errs.Innermost(err))
 		}
 		r, err := os.OpenRoot(real)
 		if err != nil {
 			w.Close()
-			return nil, fmt.Errorf("workspace root %s: %w", p, innermost(err))
+			return nil, fmt.Errorf("workspace root %s: %w", p, errs.Innermost(err))
 		}
 		w.roots = append(w.roots, &root{path: filepath.Clean(p), real: filepath.Clean(real), os: r})
 	}
 	return w, nil
-}
-
-// innermost is the error an os operation wraps, without the operation's
-// name and path.
-func innermost(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
 }
 
 // FromContext opens the roots of a call (sdk.Roots, read here from the
@@ -351,4 +340,13 @@ var errnoText = map[syscall.Errno]string{
 // root (through "..", or a symbolic link).
 func IsEscape(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// JoinRel joins name to dir, both relative and written with slashes; an
+// empty dir is the directory itself.
+func JoinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
 }

@@ -146,7 +146,7 @@ func walkLevel[E any](l *lister, rel, sub string, level int, wrap func(entryInfo
 			continue
 		}
 		isDir := e.err == nil && e.mode.IsDir()
-		if len(l.exclude) > 0 && excluded(l.exclude, subPath(sub, e.name), e.name, isDir) {
+		if len(l.exclude) > 0 && excluded(l.exclude, workspace.JoinRel(sub, e.name), e.name, isDir) {
 			l.excluded++
 			continue
 		}
@@ -163,7 +163,7 @@ func walkLevel[E any](l *lister, rel, sub string, level int, wrap func(entryInfo
 			if at == nil {
 				at = new(E) // past the limit: its entries are only counted
 			}
-			if err := enter(at, filepath.Join(rel, e.name), subPath(sub, e.name)); err != nil {
+			if err := enter(at, filepath.Join(rel, e.name), workspace.JoinRel(sub, e.name)); err != nil {
 				return nil, false, err
 			}
 		}
@@ -200,15 +200,6 @@ func (l *lister) info(rel string, e *entry) entryInfo {
 		info.Type, info.Kind = typeOther, workspace.Kind(e.mode)
 	}
 	return info
-}
-
-// subPath is the path of the entry name of the directory sub, both
-// relative to the listed directory, with slashes.
-func subPath(sub, name string) string {
-	if sub == "" {
-		return name
-	}
-	return sub + "/" + name
 }
 
 // entry is a directory entry as its Lstat shows it, or with the reason

@@ -82,7 +82,7 @@ func runSearchFiles(ctx context.Context, in searchFilesInput) (string, searchFil
 	g := newGlobWalk(pattern, in.IncludeHidden)
 	start := &walkStart{ws: base.Root, rootPath: base.RootPath, rel: slashRel(base.Rel), baseRel: g.prefix, arg: arg}
 	if g.prefix != "" {
-		start.rel = joinRel(start.rel, g.prefix)
+		start.rel = workspace.JoinRel(start.rel, g.prefix)
 		start.arg = filepath.FromSlash(g.prefix)
 		if in.Path != "" {
 			start.arg = filepath.Join(in.Path, start.arg)

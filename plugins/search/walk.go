@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/agenthost/agenthost/internal/workspace"
 )
 
 // A walk visits the entries below directories in parallel. It opens its
@@ -74,10 +76,10 @@ type entry struct {
 }
 
 // rel is the entry's path relative to the workspace root, slash-separated.
-func (e *entry) rel() string { return joinRel(e.dir.rel, e.name) }
+func (e *entry) rel() string { return workspace.JoinRel(e.dir.rel, e.name) }
 
 // baseRel is the entry's path relative to the walk's base.
-func (e *entry) baseRel() string { return joinRel(e.dir.baseRel, e.name) }
+func (e *entry) baseRel() string { return workspace.JoinRel(e.dir.baseRel, e.name) }
 
 // open opens a file entry for reading. A regular file is opened in its
 // directory; a symbolic link is followed only while it stays inside the
@@ -87,13 +89,6 @@ func (e *entry) open() (file, error) {
 		return e.dir.h.openFile(e.name)
 	}
 	return openInRoot(e.dir.start.ws, filepath.FromSlash(e.rel()))
-}
-
-func joinRel(dir, name string) string {
-	if dir == "" {
-		return name
-	}
-	return dir + "/" + name
 }
 
 // dirNode is an open directory of a walk. It is closed when the last task
@@ -181,12 +176,12 @@ func walk[S any](ctx context.Context, starts []*walkStart, opts walkOptions, new
 				if s.mounts == nil {
 					s.mounts = map[string]bool{}
 				}
-				s.mounts[joinRel(s.rel, rel)] = wholeReadFileSystems[fsType]
+				s.mounts[workspace.JoinRel(s.rel, rel)] = wholeReadFileSystems[fsType]
 				if kernelFileSystems[fsType] {
 					if s.skip == nil {
 						s.skip = map[string]bool{}
 					}
-					s.skip[joinRel(s.rel, rel)] = true
+					s.skip[workspace.JoinRel(s.rel, rel)] = true
 				}
 			}
 		}
@@ -283,7 +278,7 @@ func (w *walker[S]) work(state S) {
 			h, err := t.parent.h.openDir(t.name)
 			if err == nil {
 				p := t.parent
-				d := &dirNode{h: h, start: p.start, rel: joinRel(p.rel, t.name), baseRel: joinRel(p.baseRel, t.name), depth: p.depth + 1, wholeReads: p.wholeReads}
+				d := &dirNode{h: h, start: p.start, rel: workspace.JoinRel(p.rel, t.name), baseRel: workspace.JoinRel(p.baseRel, t.name), depth: p.depth + 1, wholeReads: p.wholeReads}
 				if whole, ok := p.start.mounts[d.rel]; ok {
 					d.wholeReads = whole
 				}
@@ -326,7 +321,7 @@ func (w *walker[S]) startIgnores(s *walkStart) *ignoreList {
 			contents = append(contents, data)
 		}
 		for _, name := range ignoreFileNames {
-			if data, err := readInRoot(s.ws, filepath.FromSlash(joinRel(d, name))); err == nil {
+			if data, err := readInRoot(s.ws, filepath.FromSlash(workspace.JoinRel(d, name))); err == nil {
 				contents = append(contents, data)
 			}
 		}
@@ -378,7 +373,7 @@ func (w *walker[S]) list(state S, d *dirNode, ignores *ignoreList) {
 		}
 		typ := de.typ
 		isDir := typ.IsDir()
-		if d.ignores != nil && d.ignores.ignored(joinRel(rel, name), name, isDir) {
+		if d.ignores != nil && d.ignores.ignored(workspace.JoinRel(rel, name), name, isDir) {
 			continue
 		}
 		if !isDir {
@@ -387,8 +382,8 @@ func (w *walker[S]) list(state S, d *dirNode, ignores *ignoreList) {
 		}
 		e := entry{dir: d, name: name, typ: typ}
 		w.visit(state, &e)
-		if start.skip != nil && start.skip[joinRel(rel, name)] {
-			w.skip(start, joinRel(rel, name))
+		if start.skip != nil && start.skip[workspace.JoinRel(rel, name)] {
+			w.skip(start, workspace.JoinRel(rel, name))
 			continue
 		}
 		if descend {
