@@ -234,7 +234,7 @@ func (c *sandboxConfig) profile(perms sdk.Permissions) *profile {
 			p.env = append(p.env, wc.env+"="+path)
 		}
 		for _, name := range c.devProfile.Caches {
-			if !validEnvName(name) {
+			if !textsafe.IsEnvName(name) {
 				continue
 			}
 			path := filepath.Join(dir, "var-"+strings.ToLower(name))
@@ -349,17 +349,4 @@ func tildePath(path string) string {
 		}
 	}
 	return textsafe.Name(path)
-}
-
-// validEnvName reports whether name can name an environment variable.
-func validEnvName(name string) bool {
-	if name == "" || name[0] >= '0' && name[0] <= '9' {
-		return false
-	}
-	for _, r := range name {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -15,12 +15,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/textsafe"
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // A configuration file is one JSON object. Its keys stand for the global
@@ -91,7 +91,7 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	msg := cutMessage(e.msg, maxConfigMessage)
+	msg := toolcall.Bound(e.msg, maxConfigMessage)
 	if e.line == 0 {
 		return fmt.Sprintf("%s: %s", textsafe.Name(e.file), msg)
 	}
@@ -101,19 +101,6 @@ func (e *configError) Error() string {
 // maxConfigMessage bounds what a configuration error says: a value it
 // quotes is cut, not echoed whole.
 const maxConfigMessage = 400
-
-// cutMessage is msg cut to about max bytes on a character boundary,
-// saying how much was cut.
-func cutMessage(msg string, max int) string {
-	if len(msg) <= max {
-		return msg
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s... [%d bytes cut]", msg[:cut], len(msg)-cut)
-}
 
 // loadConfig reads the configuration: the file --config names (it must
 // exist; "-" reads none), else the user file and the project file, both
@@ -327,11 +314,6 @@ func checkDuration(s string) error {
 func checkSandbox(s string) error {
 	_, err := host.ParseSandboxMode(s)
 	return err
-}
-
-// validVarName reports whether name can name an environment variable.
-func validVarName(name string) bool {
-	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(name)
 }
 
 // checkOnOff accepts on, off, or nothing (the default, on).
@@ -673,18 +655,11 @@ const maxConfigFile = 1 << 20
 // file of at most maxConfigFile bytes. It opens without blocking, so a
 // FIFO or a device is refused, never read.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, info, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", textsafe.Name(path), fileKind(info.Mode()))
-	}
 	if info.Size() > maxConfigFile {
 		return nil, fmt.Errorf("%s is %d bytes: a configuration file is at most %d (1 MiB)", textsafe.Name(path), info.Size(), maxConfigFile)
 	}
@@ -696,6 +671,24 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew past %d bytes (1 MiB) while it was read", textsafe.Name(path), maxConfigFile)
 	}
 	return data, nil
+}
+
+// openRegular opens the file at path for reading, without blocking, so a
+// FIFO or a device is refused, never read: it must be a regular file.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", textsafe.Name(path), fileKind(info.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
 }
 
 // fileKind names the kind of a file that is not a regular one.

@@ -125,15 +125,8 @@ func (g *callGate) leave(ss mcp.Session, drains bool) {
 	if g.inflight[ss]--; g.inflight[ss] == 0 {
 		delete(g.inflight, ss)
 	}
-	if !drains {
-		return
-	}
-	if g.total--; g.total == 0 && g.draining {
-		select {
-		case <-g.idle:
-		default:
-			close(g.idle)
-		}
+	if drains {
+		g.finishedLocked()
 	}
 }
 
@@ -150,12 +143,25 @@ func (g *callGate) hold() {
 func (g *callGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.total--; g.total == 0 && g.draining {
-		select {
-		case <-g.idle:
-		default:
-			close(g.idle)
-		}
+	g.finishedLocked()
+}
+
+// finishedLocked counts one call (or request) to wait for done, and says
+// so once none is left while draining.
+func (g *callGate) finishedLocked() {
+	g.total--
+	g.idleLocked()
+}
+
+// idleLocked closes idle once draining with nothing left to wait for.
+func (g *callGate) idleLocked() {
+	if g.total != 0 || !g.draining {
+		return
+	}
+	select {
+	case <-g.idle:
+	default:
+		close(g.idle)
 	}
 }
 
@@ -164,12 +170,8 @@ func (g *callGate) release() {
 // and then cancels those left; cause is the cancellations' cause.
 func (g *callGate) drain(timeout time.Duration, cause error) {
 	g.mu.Lock()
-	if !g.draining {
-		g.draining = true
-		if g.total == 0 {
-			close(g.idle)
-		}
-	}
+	g.draining = true
+	g.idleLocked()
 	g.mu.Unlock()
 	g.cancelBegin(cause)
 	t := time.NewTimer(timeout)

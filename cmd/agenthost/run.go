@@ -305,7 +305,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	profile := host.DevProfile{Off: g.devProfile == "off", Read: g.profileRead, Caches: g.caches, Secrets: g.secrets}
 	for _, name := range g.caches {
-		if !validVarName(name) {
+		if !textsafe.IsEnvName(name) {
 			return usagef("--profile-cache %s: not a variable name", name)
 		}
 	}

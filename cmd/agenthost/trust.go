@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/textsafe"
@@ -113,14 +112,11 @@ func within(path, dir string) bool {
 // fileSum is the SHA-256 of the regular file at path, read without
 // blocking; "-" when there is none.
 func fileSum(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return "-"
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		return "-"
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "-"

@@ -127,6 +127,12 @@ func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
+// Secret reports whether path is one of p's secrets or beneath one, as
+// named or as it really is (symbolic links resolved).
+func (p *Policy) Secret(path string) bool {
+	return filepath.IsAbs(path) && newSecretSet(p.Secrets).covers(path)
+}
+
 // Allows reports whether p lets a process reach path with access, as far
 // as its rules say: a rule on path or on a directory above it gives the
 // access, and nothing reaches a secret. Symbolic links are resolved as
@@ -136,8 +142,7 @@ func (p *Policy) Allows(path string, access Access) bool {
 	if !filepath.IsAbs(path) {
 		return false
 	}
-	s := newSecretSet(p.Secrets)
-	if s.covers(path) {
+	if p.Secret(path) {
 		return false
 	}
 	target := forms(path)

@@ -32,6 +32,20 @@ func Name(s string) string {
 	return s
 }
 
+// IsEnvName reports whether name can name an environment variable: a
+// letter or _, then letters, digits and _.
+func IsEnvName(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // NeedsQuoting reports whether Name would quote s.
 func NeedsQuoting(s string) bool {
 	if len(s) > 0 && s[0] == '"' {

@@ -124,7 +124,7 @@ func wallNotices(sb *commandSandbox, command string, env []string, exitCode int,
 // and how; a path that does not exist is written through the directory
 // it would be made in.
 func refused(p *sandbox.Policy, path string, writing bool) (refusal, bool) {
-	if slices.ContainsFunc(p.Secrets, func(s string) bool { return within(path, s) }) {
+	if p.Secret(path) {
 		return refusal{path: path, secret: true}, true
 	}
 	info, err := os.Stat(path)
@@ -203,11 +203,6 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return v
-}
-
-// within reports whether path is dir or beneath it.
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // showPath is path with the home directory written ~.
