@@ -3,9 +3,7 @@ package host_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -534,64 +532,5 @@ func TestMCPServerThatDiesAtStartIsReportedWithItsError(t *testing.T) {
 	rep := report(t, reg, "broken")
 	if rep.Err == nil || !strings.HasPrefix(rep.Err.Error(), "it exited during start-up (exit status 1): Error: Cannot find module '"+missing+"'") {
 		t.Errorf("report = %+v", rep)
-	}
-}
-
-// TestAgentCallsAnMCPServersTool runs the whole loop in each provider's
-// wire format: the replayed model asks for read_file, which here is the
-// reference filesystem server's, the real server reads the file, and the
-// answer quotes what the tool result carried.
-func TestAgentCallsAnMCPServersTool(t *testing.T) {
-	t.Parallel()
-	for name, wire := range e2eWires() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			root := t.TempDir()
-			if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the password is swordfish\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd, args := mcptest.Filesystem(t, root)
-			var mu sync.Mutex
-			var results []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var body map[string]any
-				if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-					http.Error(w, err.Error(), http.StatusBadRequest)
-					return
-				}
-				w.Header().Set("Content-Type", wire.contentType)
-				mu.Lock()
-				defer mu.Unlock()
-				if results == nil {
-					results = []string{}
-					io.WriteString(w, wire.toolCall)
-					return
-				}
-				result := wire.result(body)
-				results = append(results, result)
-				io.WriteString(w, wire.answer("The file says: "+strings.TrimSpace(result)))
-			}))
-			t.Cleanup(srv.Close)
-			a := newAgent(t, wire.provider(srv.URL), host.AgentOptions{
-				Model: "model-test",
-				RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}, MCPServers: []host.MCPServer{
-					// Relative paths are the server's: it runs in root.
-					{Name: "filesystem", Command: cmd, Args: args, Dir: root},
-				}},
-			})
-			var got string
-			var err error
-			if wire.stream {
-				got, err = a.StreamChat(t.Context(), "What is in notes.txt?", func(host.Event) error { return nil })
-			} else {
-				got, err = a.Chat(t.Context(), "What is in notes.txt?")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := "The file says: the password is swordfish"; got != want {
-				t.Errorf("answer = %q, want %q (tool results %q)", got, want, results)
-			}
-		})
 	}
 }

@@ -580,7 +580,7 @@ func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMe
 	r.mu.RUnlock()
 	switch {
 	case !ok:
-		return "Error: tool not found: " + toolcall.Bound(name, maxToolNameEcho)
+		return "Error: tool not found: " + toolcall.Bound(name, toolcall.MaxName)
 	case !enabled:
 		return "Error: tool not available: " + name + " is disabled"
 	}
@@ -648,10 +648,6 @@ func prepare(e *entry, args json.RawMessage, wantStructured bool) (call toolcall
 func failure(name string, err error) string {
 	return "Error executing " + name + ": " + toolcall.Bound(err.Error(), toolcall.MaxMessage)
 }
-
-// maxToolNameEcho bounds the name of a tool that is not found, as the
-// answer repeats it.
-const maxToolNameEcho = 256
 
 // IsError reports whether a result of Execute is one of its failure texts.
 func IsError(result string) bool {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/internal/textsafe"
 )
@@ -112,7 +113,7 @@ func chatCommand() *command {
 			fs.StringVar(&f.baseURL, "base-url", "", "the API's base `URL`, for OpenAI-compatible servers")
 			fs.StringVar(&f.system, "system", "", "the system `PROMPT`")
 			fs.StringVar(&f.sessionFile, "session-file", "", "the `FILE` /save and save_session_context write")
-			fs.IntVar(&f.maxTurns, "max-turns", host.DefaultMaxTurns, "the most model calls for one answer")
+			fs.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "the most model calls for one answer")
 			fs.IntVar(&f.maxTokens, "max-tokens", 0, "at most `N` tokens in each model answer (default: the provider client's; 4096 for anthropic)")
 			fs.Func("temperature", "the sampling temperature `T`, 0 to 2 (default: the provider's)", f.setTemperature)
 			fs.StringVar(&f.message, "m", "", "answer this `TEXT` once and exit")
@@ -129,7 +130,7 @@ func chatCommand() *command {
 			if len(args) > 0 {
 				return usagef("chat takes no arguments (use -m TEXT for a single question)")
 			}
-			agent, err := host.NewAgent(ctx, provider, host.AgentOptions{
+			a, err := agent.New(ctx, provider, agent.Options{
 				Model:                  model,
 				SystemPrompt:           f.system,
 				SessionContextFilePath: f.sessionFile,
@@ -141,8 +142,8 @@ func chatCommand() *command {
 			if err != nil {
 				return err
 			}
-			defer agent.Close()
-			c := &chatSession{agent: agent, out: env.stdout, errOut: env.stderr, lineStart: true}
+			defer a.Close()
+			c := &chatSession{agent: a, registry: env.registry, out: env.stdout, errOut: env.stderr, lineStart: true}
 			if f.message != "" {
 				return c.ask(ctx, f.message)
 			}
@@ -153,7 +154,8 @@ func chatCommand() *command {
 
 // chatSession prints one conversation.
 type chatSession struct {
-	agent     *host.Agent
+	agent     *agent.Agent
+	registry  *host.ToolRegistry // the agent's, for /tools
 	out       io.Writer
 	errOut    io.Writer
 	lineStart bool // the output is at the start of a line
@@ -176,23 +178,23 @@ func (c *chatSession) newline() {
 
 // ask streams the answer to one message.
 func (c *chatSession) ask(ctx context.Context, text string) error {
-	_, err := c.agent.StreamChat(ctx, text, func(ev host.Event) error {
+	_, err := c.agent.StreamChat(ctx, text, func(ev agent.Event) error {
 		switch ev.Type {
-		case host.EventText:
+		case agent.EventText:
 			c.print(ev.Text)
-		case host.EventToolCall:
+		case agent.EventToolCall:
 			c.newline()
 			c.print(fmt.Sprintf("→ %s %s\n", textsafe.Name(ev.ToolCall.Name), short(string(ev.ToolCall.Arguments), 80)))
-		case host.EventToolResult:
+		case agent.EventToolResult:
 			mark := "←"
 			if ev.IsError {
 				mark = "✗"
 			}
 			c.print(fmt.Sprintf("%s %s\n", mark, short(ev.Result, 80)))
-		case host.EventWarning:
+		case agent.EventWarning:
 			c.newline()
 			fmt.Fprintf(c.errOut, "warning: %s\n", short(ev.Text, 200))
-		case host.EventMessage:
+		case agent.EventMessage:
 			c.newline()
 			switch ev.StopReason {
 			case "refusal":
@@ -388,7 +390,7 @@ func (c *chatSession) slash(ctx context.Context, line string) (exit bool) {
 	case "/exit", "/quit":
 		return true
 	case "/tools":
-		for _, t := range c.agent.Registry().Tools() {
+		for _, t := range c.registry.Tools() {
 			status := "enabled"
 			if !t.Enabled {
 				status = "disabled"

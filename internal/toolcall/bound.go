@@ -10,6 +10,10 @@ import (
 // check. What is longer is cut (see Bound).
 const MaxMessage = 4 << 10
 
+// MaxName bounds a tool name that an answer repeats (a tool that is not
+// found, a call that did not run): the name is the model's, of any length.
+const MaxName = 256
+
 // Bound returns msg when it is at most max bytes long. A longer msg is cut
 // to its first max bytes or fewer, on a UTF-8 boundary, followed by a
 // marker that says how many bytes were cut: "... [N bytes cut]".

@@ -1,4 +1,4 @@
-package host_test
+package agent_test
 
 import (
 	"context"
@@ -19,7 +19,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/internal/mcptest"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -95,12 +97,12 @@ func echoTool(name string) host.ExecutableTool {
 	return sdk.NewTool(sdk.Info{Name: name, Description: "Echo."}, func(ctx context.Context, in textIn) (string, error) { return in.Text, nil })
 }
 
-func newAgent(t *testing.T, p llm.Provider, opts host.AgentOptions) *host.Agent {
+func newAgent(t *testing.T, p llm.Provider, opts agent.Options) *agent.Agent {
 	t.Helper()
 	if opts.RegistryOptions == nil {
 		opts.RegistryOptions = &host.Options{Logger: hclog.NewNullLogger()}
 	}
-	a, err := host.NewAgent(t.Context(), p, opts)
+	a, err := agent.New(t.Context(), p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestAgentParallelToolCalls(t *testing.T) {
 		callTools("", "slow", `{"text":"1"}`, "fast", `{"text":"2"}`),
 		answer("both done"),
 	}}
-	a := newAgent(t, p, host.AgentOptions{Model: "m1", SystemPrompt: "be brief"})
+	a := newAgent(t, p, agent.Options{Model: "m1", SystemPrompt: "be brief"})
 	for _, tl := range []host.ExecutableTool{slow, fast} {
 		if err := a.AddTool(tl); err != nil {
 			t.Fatal(err)
@@ -179,7 +181,7 @@ func TestAgentToolFailureIsAResult(t *testing.T) {
 		callTools("", "nope", `{}`, "echo", `{"text":1}`),
 		answer("ok"),
 	}}
-	a := newAgent(t, p, host.AgentOptions{})
+	a := newAgent(t, p, agent.Options{})
 	if err := a.AddTool(echoTool("echo")); err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +202,12 @@ func TestAgentMaxTurns(t *testing.T) {
 	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
 		callTools("again", "echo", `{"text":"loop"}`),
 	}}
-	a := newAgent(t, p, host.AgentOptions{MaxTurns: 3})
+	a := newAgent(t, p, agent.Options{MaxTurns: 3})
 	if err := a.AddTool(echoTool("echo")); err != nil {
 		t.Fatal(err)
 	}
 	_, err := a.Chat(t.Context(), "start")
-	if !errors.Is(err, host.ErrMaxTurns) || !strings.Contains(err.Error(), "after 3 turns") {
+	if !errors.Is(err, agent.ErrMaxTurns) || !strings.Contains(err.Error(), "after 3 turns") {
 		t.Fatalf("err = %v, want ErrMaxTurns after 3 turns", err)
 	}
 	if n := len(p.requests()); n != 3 {
@@ -227,7 +229,7 @@ func TestAgentSampling(t *testing.T) {
 	}}
 	temp := 0.25
 	stop := []string{"END"}
-	a := newAgent(t, p, host.AgentOptions{MaxTokens: 300, Temperature: &temp, Stop: stop})
+	a := newAgent(t, p, agent.Options{MaxTokens: 300, Temperature: &temp, Stop: stop})
 	if err := a.AddTool(echoTool("echo")); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +249,7 @@ func TestAgentSampling(t *testing.T) {
 
 	// Without them, a request leaves the provider's defaults.
 	p2 := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("ok")}}
-	if _, err := newAgent(t, p2, host.AgentOptions{}).Chat(t.Context(), "go"); err != nil {
+	if _, err := newAgent(t, p2, agent.Options{}).Chat(t.Context(), "go"); err != nil {
 		t.Fatal(err)
 	}
 	if req := p2.requests()[0]; req.MaxTokens != 0 || req.Temperature != nil || req.Stop != nil {
@@ -258,7 +260,7 @@ func TestAgentSampling(t *testing.T) {
 func TestAgentDefaultMaxTurns(t *testing.T) {
 	t.Parallel()
 	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){callTools("", "echo", `{"text":"x"}`)}}
-	a := newAgent(t, p, host.AgentOptions{})
+	a := newAgent(t, p, agent.Options{})
 	if err := a.AddTool(echoTool("echo")); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func TestAgentDefaultMaxTurns(t *testing.T) {
 func TestAgentToolToggles(t *testing.T) {
 	t.Parallel()
 	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("ok")}}
-	a := newAgent(t, p, host.AgentOptions{})
+	a := newAgent(t, p, agent.Options{})
 	for _, n := range []string{"a", "b", "c"} {
 		if err := a.AddTool(echoTool(n)); err != nil {
 			t.Fatal(err)
@@ -326,7 +328,7 @@ func TestAgentLiveContext(t *testing.T) {
 		callTools("", "echo", `{"text":"tool said\nthis"}`),
 		answer("hi there"),
 	}}
-	a := newAgent(t, p, host.AgentOptions{PluginsDir: dir, SessionContextFilePath: file})
+	a := newAgent(t, p, agent.Options{PluginsDir: dir, SessionContextFilePath: file})
 	if err := a.AddTool(echoTool("echo")); err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +409,7 @@ func TestAgentCancel(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){tc.step}}
-			a := newAgent(t, p, host.AgentOptions{PluginsDir: dir, RegistryOptions: regOpts})
+			a := newAgent(t, p, agent.Options{PluginsDir: dir, RegistryOptions: regOpts})
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			done := make(chan error, 1)
@@ -435,26 +437,26 @@ func TestAgentStreamChat(t *testing.T) {
 		callTools("looking", "echo", `{"text":"seen"}`, "nope", `{}`),
 		answer("all is done"),
 	}}
-	a := newAgent(t, p, host.AgentOptions{})
+	a := newAgent(t, p, agent.Options{})
 	if err := a.AddTool(echoTool("echo")); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	var text strings.Builder
 	var total llm.Usage
-	final, err := a.StreamChat(t.Context(), "q", func(ev host.Event) error {
+	final, err := a.StreamChat(t.Context(), "q", func(ev agent.Event) error {
 		s := ev.Type.String()
 		switch ev.Type {
-		case host.EventText:
+		case agent.EventText:
 			text.WriteString(ev.Text)
 			s += ":" + ev.Text
-		case host.EventToolCall:
+		case agent.EventToolCall:
 			s += ":" + ev.ToolCall.Name + string(ev.ToolCall.Arguments)
-		case host.EventToolResult:
+		case agent.EventToolResult:
 			s += fmt.Sprintf(":%s=%s,%v", ev.ToolCall.Name, ev.Result, ev.IsError)
-		case host.EventMessage:
+		case agent.EventMessage:
 			s += ":" + ev.Message.Content
-		case host.EventUsage:
+		case agent.EventUsage:
 			total = total.Add(ev.Usage)
 		}
 		got = append(got, s)
@@ -483,7 +485,7 @@ func TestAgentStreamChat(t *testing.T) {
 
 	// An error from onEvent stops the turn.
 	stop := errors.New("stop")
-	if _, err := a.StreamChat(t.Context(), "again", func(host.Event) error { return stop }); !errors.Is(err, stop) {
+	if _, err := a.StreamChat(t.Context(), "again", func(agent.Event) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("StreamChat with a failing callback = %v", err)
 	}
 }
@@ -491,7 +493,7 @@ func TestAgentStreamChat(t *testing.T) {
 func TestAgentGivenRegistry(t *testing.T) {
 	t.Parallel()
 	reg := host.NewToolRegistry(&host.Options{Logger: hclog.NewNullLogger()})
-	a := newAgent(t, &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("x")}}, host.AgentOptions{Registry: reg, SessionContextFilePath: "/tmp/f"})
+	a := newAgent(t, &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("x")}}, agent.Options{Registry: reg, SessionContextFilePath: "/tmp/f"})
 	if a.Registry() != reg {
 		t.Fatal("Registry() is not the given registry")
 	}
@@ -661,7 +663,7 @@ func TestAgentEndToEnd(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 
-			a := newAgent(t, wire.provider(srv.URL), host.AgentOptions{
+			a := newAgent(t, wire.provider(srv.URL), agent.Options{
 				Model:           "model-test",
 				PluginsDir:      plugins,
 				RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}},
@@ -670,8 +672,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			var err error
 			if wire.stream {
 				var streamed strings.Builder
-				got, err = a.StreamChat(t.Context(), "What is in notes.txt?", func(ev host.Event) error {
-					if ev.Type == host.EventText {
+				got, err = a.StreamChat(t.Context(), "What is in notes.txt?", func(ev agent.Event) error {
+					if ev.Type == agent.EventText {
 						streamed.WriteString(ev.Text)
 					}
 					return nil
@@ -723,7 +725,7 @@ func TestAgentInvalidCallRunsNothing(t *testing.T) {
 		}, nil
 	}
 	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){cutOff, answer("sorry")}}
-	a := newAgent(t, p, host.AgentOptions{})
+	a := newAgent(t, p, agent.Options{})
 	var mu sync.Mutex
 	var ran []string
 	record := sdk.NewTool(sdk.Info{Name: "record", Description: "Records."}, func(ctx context.Context, in textIn) (string, error) {
@@ -737,11 +739,11 @@ func TestAgentInvalidCallRunsNothing(t *testing.T) {
 	}
 	var warnings []string
 	var results []string
-	final, err := a.StreamChat(t.Context(), "write it", func(ev host.Event) error {
+	final, err := a.StreamChat(t.Context(), "write it", func(ev agent.Event) error {
 		switch ev.Type {
-		case host.EventWarning:
+		case agent.EventWarning:
 			warnings = append(warnings, ev.Text)
-		case host.EventToolResult:
+		case agent.EventToolResult:
 			results = append(results, fmt.Sprintf("%s=%s,%v", ev.ToolCall.ID, ev.Result, ev.IsError))
 		}
 		return nil
@@ -777,7 +779,7 @@ func TestAgentFailedQuestionTakenBack(t *testing.T) {
 		return nil, &llm.APIError{Provider: "scripted", Status: 400, Message: "bad"}
 	}
 	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){fail, answer("fine")}}
-	a := newAgent(t, p, host.AgentOptions{})
+	a := newAgent(t, p, agent.Options{})
 	if _, err := a.Chat(t.Context(), "first"); err == nil {
 		t.Fatal("Chat with a failing model succeeded")
 	}
@@ -790,5 +792,64 @@ func TestAgentFailedQuestionTakenBack(t *testing.T) {
 	msgs := p.requests()[1].Messages
 	if len(msgs) != 1 || msgs[0].Content != "second" {
 		t.Errorf("second request's messages: %+v", msgs)
+	}
+}
+
+// TestAgentCallsAnMCPServersTool runs the whole loop in each provider's
+// wire format: the replayed model asks for read_file, which here is the
+// reference filesystem server's, the real server reads the file, and the
+// answer quotes what the tool result carried.
+func TestAgentCallsAnMCPServersTool(t *testing.T) {
+	t.Parallel()
+	for name, wire := range e2eWires() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the password is swordfish\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd, args := mcptest.Filesystem(t, root)
+			var mu sync.Mutex
+			var results []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var body map[string]any
+				if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				w.Header().Set("Content-Type", wire.contentType)
+				mu.Lock()
+				defer mu.Unlock()
+				if results == nil {
+					results = []string{}
+					io.WriteString(w, wire.toolCall)
+					return
+				}
+				result := wire.result(body)
+				results = append(results, result)
+				io.WriteString(w, wire.answer("The file says: "+strings.TrimSpace(result)))
+			}))
+			t.Cleanup(srv.Close)
+			a := newAgent(t, wire.provider(srv.URL), agent.Options{
+				Model: "model-test",
+				RegistryOptions: &host.Options{Logger: hclog.NewNullLogger(), Roots: []string{root}, MCPServers: []host.MCPServer{
+					// Relative paths are the server's: it runs in root.
+					{Name: "filesystem", Command: cmd, Args: args, Dir: root},
+				}},
+			})
+			var got string
+			var err error
+			if wire.stream {
+				got, err = a.StreamChat(t.Context(), "What is in notes.txt?", func(agent.Event) error { return nil })
+			} else {
+				got, err = a.Chat(t.Context(), "What is in notes.txt?")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "The file says: the password is swordfish"; got != want {
+				t.Errorf("answer = %q, want %q (tool results %q)", got, want, results)
+			}
+		})
 	}
 }

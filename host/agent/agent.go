@@ -1,4 +1,12 @@
-package host
+// Package agent runs the conversation between a model and the tools of a
+// registry: it sends the user's message with the enabled tools' schemas,
+// runs every tool call the model asks for, and repeats until the model
+// answers without calling a tool (the seeds' chat and streamChat loop).
+//
+// An [Agent] needs of its registry only what [Registry] says: the schemas
+// to offer and a way to run a call. A [host.ToolRegistry] is one; so is
+// any type that routes calls elsewhere.
+package agent
 
 import (
 	"context"
@@ -9,21 +17,48 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // DefaultMaxTurns bounds the model calls of one Chat when
-// AgentOptions.MaxTurns is zero.
+// Options.MaxTurns is zero.
 const DefaultMaxTurns = 20
 
 // ErrMaxTurns: the model kept asking for tools and gave no final answer
 // within the agent's MaxTurns model calls. The conversation so far is kept.
 var ErrMaxTurns = errors.New("no final answer")
 
-// AgentOptions configure an [Agent]. The zero value works: no system
-// prompt, no plugins, 20 turns.
-type AgentOptions struct {
+// Registry is what an [Agent] needs of its tools: the schemas of the tools
+// to offer the model, and a way to run the call the model makes. A
+// failure is a result text (see [host.IsError]), not an error: the model
+// reads it. [*host.ToolRegistry] implements Registry, and also the
+// optional [ToolContextSetter] and [ToolManager].
+type Registry interface {
+	EnabledSchemas() []host.ChatTool
+	Execute(ctx context.Context, name string, args json.RawMessage) string
+}
+
+// ToolContextSetter is a [Registry] whose tools may read the agent state
+// (system prompt, session context, session file): the agent sets itself
+// as its ToolContext.
+type ToolContextSetter interface {
+	SetToolContext(host.ToolContext)
+}
+
+// ToolManager is a [Registry] to which the agent's AddTool, RemoveTool,
+// EnableTool and DisableTool pass on.
+type ToolManager interface {
+	Register(host.ExecutableTool) error
+	Unregister(name string)
+	Enable(name string) error
+	Disable(name string) error
+}
+
+// Options configure an [Agent]. The zero value works: no system prompt,
+// no plugins, 20 turns.
+type Options struct {
 	// Model is the model name sent with every request.
 	Model string
 
@@ -55,18 +90,19 @@ type AgentOptions struct {
 	Stop []string
 
 	// Registry is the registry the agent runs tools with. The agent sets
-	// itself as its ToolContext but does not close it. Nil: the agent
-	// builds the default registry from PluginsDir (NewDefaultToolRegistry)
+	// itself as its ToolContext (when the registry is a
+	// [ToolContextSetter]) but does not close it. Nil: the agent builds
+	// the default registry from PluginsDir (host.NewDefaultToolRegistry)
 	// and closes it in Close.
-	Registry *ToolRegistry
+	Registry Registry
 
 	// RegistryOptions are the options of the registry the agent builds;
 	// unused when Registry is set. May be nil.
-	RegistryOptions *Options
+	RegistryOptions *host.Options
 }
 
 // Agent holds a conversation with a model and runs the tools the model
-// asks for through a [ToolRegistry].
+// asks for through a [Registry].
 //
 // An Agent is the ToolContext of its registry: tools that ask for the
 // host state read the agent's current system prompt, session context and
@@ -80,12 +116,12 @@ type Agent struct {
 	provider llm.Provider
 	model    string
 	maxTurns int
-	// The settings every request carries (AgentOptions).
+	// The settings every request carries (Options).
 	maxTokens   int
 	temperature *float64
 	stop        []string
-	registry    *ToolRegistry
-	owned       bool
+	registry    Registry
+	owned       *host.ToolRegistry // the registry New built, which Close closes
 
 	mu          sync.Mutex
 	system      string
@@ -93,14 +129,14 @@ type Agent struct {
 	messages    []llm.Message
 }
 
-var _ ToolContext = (*Agent)(nil)
+var _ host.ToolContext = (*Agent)(nil)
 
-// NewAgent returns an agent that talks to provider. Unless opts.Registry
+// New returns an agent that talks to provider. Unless opts.Registry
 // is set it builds the default registry from opts.PluginsDir, starting
 // the plugins there, and from opts.RegistryOptions.MCPServers; the error
 // is for a plugins directory that cannot be read. Close the agent to stop
 // them.
-func NewAgent(ctx context.Context, provider llm.Provider, opts AgentOptions) (*Agent, error) {
+func New(ctx context.Context, provider llm.Provider, opts Options) (*Agent, error) {
 	if provider == nil {
 		return nil, errors.New("agent: no provider")
 	}
@@ -122,47 +158,90 @@ func NewAgent(ctx context.Context, provider llm.Provider, opts AgentOptions) (*A
 		a.temperature = &t
 	}
 	if a.registry == nil {
-		if opts.PluginsDir == "" {
-			a.registry = NewToolRegistry(opts.RegistryOptions)
-			if opts.RegistryOptions != nil {
-				a.registry.LoadMCPServers(ctx, opts.RegistryOptions.MCPServers)
-			}
-		} else {
-			reg, err := NewDefaultToolRegistry(ctx, opts.PluginsDir, opts.RegistryOptions)
-			if err != nil {
-				return nil, fmt.Errorf("agent: %w", err)
-			}
-			a.registry = reg
+		reg, err := newRegistry(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
 		}
-		a.owned = true
+		a.registry, a.owned = reg, reg
 	}
-	a.registry.SetToolContext(a)
+	if s, ok := a.registry.(ToolContextSetter); ok {
+		s.SetToolContext(a)
+	}
 	return a, nil
 }
 
+// newRegistry builds the registry of an agent given none: the plugins of
+// opts.PluginsDir, if any, and the MCP servers of opts.RegistryOptions.
+func newRegistry(ctx context.Context, opts Options) (*host.ToolRegistry, error) {
+	if opts.PluginsDir != "" {
+		return host.NewDefaultToolRegistry(ctx, opts.PluginsDir, opts.RegistryOptions)
+	}
+	reg := host.NewToolRegistry(opts.RegistryOptions)
+	if opts.RegistryOptions != nil {
+		reg.LoadMCPServers(ctx, opts.RegistryOptions.MCPServers)
+	}
+	return reg, nil
+}
+
 // Close stops the plugins of the registry the agent built. A registry
-// given in AgentOptions is left to its owner.
+// given in Options is left to its owner.
 func (a *Agent) Close() error {
-	if a.owned {
-		return a.registry.Close()
+	if a.owned != nil {
+		return a.owned.Close()
 	}
 	return nil
 }
 
-// Registry returns the agent's tool registry.
-func (a *Agent) Registry() *ToolRegistry { return a.registry }
+// Registry returns the agent's tool registry: Options.Registry, or the
+// *host.ToolRegistry New built.
+func (a *Agent) Registry() Registry { return a.registry }
+
+// ErrFixedTools: the agent's registry is not a [ToolManager], so its tools
+// cannot be added, removed, enabled or disabled through the agent.
+var ErrFixedTools = errors.New("agent: the registry's tools cannot be changed through the agent")
+
+func (a *Agent) manager() (ToolManager, error) {
+	m, ok := a.registry.(ToolManager)
+	if !ok {
+		return nil, ErrFixedTools
+	}
+	return m, nil
+}
 
 // AddTool registers a tool with the agent's registry.
-func (a *Agent) AddTool(tool ExecutableTool) error { return a.registry.Register(tool) }
+func (a *Agent) AddTool(tool host.ExecutableTool) error {
+	m, err := a.manager()
+	if err != nil {
+		return err
+	}
+	return m.Register(tool)
+}
 
-// RemoveTool unregisters a tool; removing an unknown tool does nothing.
-func (a *Agent) RemoveTool(name string) { a.registry.Unregister(name) }
+// RemoveTool unregisters a tool; removing an unknown tool does nothing,
+// and so does a registry that is not a [ToolManager].
+func (a *Agent) RemoveTool(name string) {
+	if m, err := a.manager(); err == nil {
+		m.Unregister(name)
+	}
+}
 
 // EnableTool offers a registered tool to the model again.
-func (a *Agent) EnableTool(name string) error { return a.registry.Enable(name) }
+func (a *Agent) EnableTool(name string) error {
+	m, err := a.manager()
+	if err != nil {
+		return err
+	}
+	return m.Enable(name)
+}
 
 // DisableTool hides a registered tool from the model.
-func (a *Agent) DisableTool(name string) error { return a.registry.Disable(name) }
+func (a *Agent) DisableTool(name string) error {
+	m, err := a.manager()
+	if err != nil {
+		return err
+	}
+	return m.Disable(name)
+}
 
 // Tools returns the enabled tools, in registration order: what the next
 // model request carries.
@@ -260,7 +339,7 @@ func (a *Agent) Messages() []llm.Message {
 
 // SaveContext runs save_session_context through the registry with the
 // reason and returns its result (a failure is text, see
-// ToolRegistry.Execute).
+// host.ToolRegistry.Execute).
 func (a *Agent) SaveContext(ctx context.Context, reason string) string {
 	args, _ := json.Marshal(map[string]string{"reason": reason})
 	return a.registry.Execute(ctx, "save_session_context", args)
@@ -440,12 +519,12 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Messag
 	for i, c := range calls {
 		if c.Invalid != "" {
 			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, IsError: true,
-				Content: "Error executing " + toolcall.Bound(c.Name, maxToolNameEcho) + ": " + c.Invalid + "; the tool did not run"}
+				Content: "Error executing " + toolcall.Bound(c.Name, toolcall.MaxName) + ": " + c.Invalid + "; the tool did not run"}
 			continue
 		}
 		wg.Go(func() {
 			out := a.registry.Execute(ctx, c.Name, c.Arguments)
-			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: IsError(out)}
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: host.IsError(out)}
 		})
 	}
 	wg.Wait()
