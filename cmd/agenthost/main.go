@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/agenthost/agenthost/host/config"
 )
 
 func main() {
@@ -41,15 +43,15 @@ var errToolFailed = errors.New("the tool call failed")
 // process's exit status.
 func exitCode(err error, stderr io.Writer) int {
 	var usage *usageError
-	var config *configError
+	var cfgErr *config.Error
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &usage):
 		fmt.Fprintf(stderr, "agenthost: %s (see agenthost --help)\n", usage.msg)
 		return 2
-	case errors.As(err, &config):
-		fmt.Fprintf(stderr, "agenthost: %v\n", config)
+	case errors.As(err, &cfgErr):
+		fmt.Fprintf(stderr, "agenthost: %v\n", cfgErr)
 		return 2
 	case errors.Is(err, errToolFailed):
 		return 1

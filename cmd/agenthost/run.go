@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
@@ -268,7 +269,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if err := cfg.apply(fs, given, name); err != nil {
+	if err := applyConfig(cfg, fs, given, name); err != nil {
 		return err
 	}
 
@@ -296,11 +297,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usagef("--sandbox: %v", err)
 	}
-	grants, err := parseGrants(g.grants)
+	grants, err := config.ParseGrants(g.grants)
 	if err != nil {
 		return usagef("--grant: %v", err)
 	}
-	if err := checkOnOff(g.devProfile); err != nil {
+	if err := config.CheckOnOff(g.devProfile); err != nil {
 		return usagef("--dev-profile: %v", err)
 	}
 	profile := host.DevProfile{Off: g.devProfile == "off", Read: g.profileRead, Caches: g.caches, Secrets: g.secrets}
@@ -313,7 +314,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
-	servers := cfg.mcpServers()
+	servers := cfg.MCPServers()
 	opts := &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
 		Sandbox: mode, Grants: grants, MCPServers: servers, Profile: profile}
@@ -339,7 +340,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			logger.Warn("a grant names no plugin in the plugins directory", "plugin", name)
 		}
 	}
-	if err := cfg.toggleTools(reg); err != nil {
+	if err := toggleTools(cfg, reg); err != nil {
 		return err
 	}
 	for _, n := range g.enable {
@@ -365,30 +366,6 @@ func hasPlugin(reports []host.PluginReport, name string) bool {
 		}
 	}
 	return false
-}
-
-// parseGrants reads the --grant flags; grants to one plugin add up.
-func parseGrants(specs []string) (map[string]host.Grant, error) {
-	grants := map[string]host.Grant{}
-	for _, spec := range specs {
-		name, g, err := host.ParseGrant(spec)
-		if err != nil {
-			return nil, err
-		}
-		grants[name] = addGrant(grants[name], g)
-	}
-	return grants, nil
-}
-
-// addGrant is what old and g grant together.
-func addGrant(old, g host.Grant) host.Grant {
-	old.Read = append(old.Read, g.Read...)
-	old.Write = append(old.Write, g.Write...)
-	old.Network = old.Network || g.Network
-	old.Exec = old.Exec || g.Exec
-	old.SessionFile = old.SessionFile || g.SessionFile
-	old.Asked = old.Asked || g.Asked
-	return old
 }
 
 // pluginsDirHint says where the plugins directory comes from.

@@ -2,208 +2,39 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
-	"github.com/agenthost/agenthost/internal/atomicfile"
+	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
-// A project's configuration file comes with the directory agenthost runs
-// in, a cloned repository say, and it can start programs (mcpServers, a
-// plugins directory) and widen the sandbox (grants, sandbox off). So it is
-// used only once the user has trusted it, as it is now: agenthost trust
-// records its SHA-256 under the user's configuration directory, with
-// those of the project's files it runs or reads (pinned), and a change to
-// any needs agenthost trust again. Before that, nothing it names is
-// opened: its bytes are read, bounded, and parsed. A file the user names
-// with --config, and the user's own file, need no trust.
-
-// trustedDir holds one record per trusted project file, named after the
-// SHA-256 of its absolute path, holding the SHA-256 of its content.
-const trustedDir = "agenthost/trusted"
-
-// trustRecord is where the trust in the project file at abs is recorded.
-func trustRecord(abs string) (string, error) {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(dir, trustedDir, hex.EncodeToString(sum[:16])), nil
-}
-
-// trustLines is what the record of the project file at abs, with
-// content data and configuration c, holds: the file's SHA-256, then that
-// of each file it runs or reads from inside the project (pinned), "-"
-// for one that is not there.
-func trustLines(abs string, data []byte, c *config) string {
-	sum := sha256.Sum256(data)
-	lines := hex.EncodeToString(sum[:]) + " " + abs + "\n"
-	for _, p := range c.pinned(filepath.Dir(abs)) {
-		lines += fileSum(p) + " " + p + "\n"
-	}
-	return lines
-}
-
-// pinned are the files of the project directory dir that the
-// configuration runs or reads: each server's command when it names a
-// file, the files its arguments name, its envFile, and the files of a
-// plugins directory. Trust covers them as it covers the file itself: a
-// program replaced after agenthost trust runs only after agenthost trust
-// again. Programs found on PATH and files outside the project are not
-// the project's to change.
-func (c *config) pinned(dir string) []string {
-	var paths []string
-	add := func(p string) {
-		if p == "" || !filepath.IsAbs(p) || !within(filepath.Clean(p), dir) {
-			return
-		}
-		// A link that leads out of the project is not the project's.
-		if real, err := filepath.EvalSymlinks(p); err == nil && !within(real, dir) {
-			return
-		}
-		paths = append(paths, filepath.Clean(p))
-	}
-	for _, e := range c.servers {
-		s := e.server
-		if strings.ContainsRune(s.Command, filepath.Separator) {
-			add(s.Command)
-		}
-		add(e.envFile)
-		base := dir
-		if s.Dir != "" {
-			base = s.Dir
-		}
-		for _, a := range s.Args {
-			p := a
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(base, p)
-			}
-			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
-				add(p)
-			}
-		}
-	}
-	if s, ok := c.flags["plugins"]; ok && len(s.values) > 0 && within(filepath.Clean(s.values[0]), dir) {
-		entries, _ := os.ReadDir(s.values[0])
-		for _, e := range entries {
-			if e.Type().IsRegular() {
-				add(filepath.Join(s.values[0], e.Name()))
-			}
-		}
-	}
-	slices.Sort(paths)
-	return slices.Compact(paths)
-}
-
-// within reports whether path is dir or beneath it; both are clean.
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// fileSum is the SHA-256 of the regular file at path, read without
-// blocking; "-" when there is none.
-func fileSum(path string) string {
-	f, _, err := openRegular(path)
-	if err != nil {
-		return "-"
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "-"
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// projectTrusted reports whether the user trusts the project file at abs
-// with the content data, and what it runs as it is now; when the file is
-// trusted but a file it runs changed, changed names those.
-func projectTrusted(abs string, data []byte, c *config) (trusted bool, changed []string) {
-	rec, err := trustRecord(abs)
-	if err != nil {
-		return false, nil
-	}
-	got, err := readConfigFile(rec)
-	if err != nil {
-		return false, nil
-	}
-	// The file itself first: what an untrusted file names is not even
-	// hashed.
-	sum := sha256.Sum256(data)
-	if !strings.HasPrefix(string(got), hex.EncodeToString(sum[:])+" "+abs+"\n") {
-		return false, nil
-	}
-	want := trustLines(abs, data, c)
-	if string(got) == want {
-		return true, nil
-	}
-	gotLines, wantLines := strings.SplitAfter(string(got), "\n"), strings.SplitAfter(want, "\n")
-	for _, line := range wantLines[1:] {
-		if line != "" && !slices.Contains(gotLines, line) {
-			_, p, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-			changed = append(changed, p)
-		}
-	}
-	return false, changed
-}
-
-// untrustedError is a project file that is not trusted (as it is now),
-// or whose programs changed since it was trusted.
-func untrustedError(file string, changed []string) error {
-	if len(changed) > 0 {
-		var names []string
-		for _, p := range changed {
-			names = append(names, textsafe.Name(p))
-		}
-		return &configError{file: file, msg: fmt.Sprintf(`this directory's configuration is trusted, but what it runs changed since: %s. Read it, then run "agenthost trust" again`, strings.Join(names, ", "))}
-	}
-	return &configError{file: file, msg: `this directory's configuration is not trusted: it can start programs (mcpServers, plugins) and widen the sandbox. Read it, then run "agenthost trust" (again after each change), or name it with --config to use it once`}
-}
-
+// trustCommand records the user's trust in a project's configuration
+// file (config.Trust): until then, agenthost refuses to use it.
 func trustCommand() *command {
 	return &command{
 		usage:      "agenthost trust [FILE]",
 		noRegistry: func([]string) bool { return true },
 		run: func(ctx context.Context, env *env, args []string) error {
 			if len(args) > 1 {
-				return usagef("trust takes at most one file (default %s)", projectConfigFile)
+				return usagef("trust takes at most one file (default %s)", config.ProjectFile)
 			}
-			file := projectConfigFile
+			file := config.ProjectFile
 			if len(args) == 1 {
 				file = args[0]
 			}
-			data, err := readConfigFile(file)
-			if err != nil {
-				return fmt.Errorf("trust: %w", err)
-			}
-			// A file that would be refused anyway is not recorded.
-			c, err := parseConfig(file, data)
-			if err != nil {
+			abs, pins, err := config.Trust(file)
+			var ce *config.Error
+			if errors.As(err, &ce) {
+				// A file that would be refused anyway is not recorded.
 				return err
 			}
-			abs, err := filepath.Abs(file)
 			if err != nil {
-				return err
-			}
-			rec, err := trustRecord(abs)
-			if err != nil {
-				return fmt.Errorf("trust: %w", err)
-			}
-			if err := atomicfile.Write(rec, []byte(trustLines(abs, data, c)), 0o600); err != nil {
 				return fmt.Errorf("trust: %w", err)
 			}
 			fmt.Fprintf(env.stdout, "trusted %s as it is now", textsafe.Name(abs))
-			if pins := c.pinned(filepath.Dir(abs)); len(pins) > 0 {
-				fmt.Fprintf(env.stdout, ", with the %d files of the project it runs or reads", len(pins))
+			if pins > 0 {
+				fmt.Fprintf(env.stdout, ", with the %d files of the project it runs or reads", pins)
 			}
 			fmt.Fprintf(env.stdout, "; after a change to any, run agenthost trust again\n")
 			return nil

@@ -1,4 +1,4 @@
-package main
+package config
 
 // A configuration file as a tree of JSON values that know their line, read
 // with encoding/json's Decoder.Token, and the readers of typed values that
