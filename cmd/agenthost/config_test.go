@@ -16,20 +16,8 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/internal/plugintest"
 )
-
-// writeFile writes data to dir/name, making the directories it needs.
-func writeFile(t *testing.T, dir, name, data string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestConfigKeys: every key that stands for a flag names one.
 func TestConfigKeys(t *testing.T) {
@@ -60,7 +48,7 @@ func TestLoadConfig(t *testing.T) {
 	user, project := t.TempDir(), t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", user)
 	t.Chdir(project)
-	userFile := writeFile(t, user, "agenthost/config.json", `{
+	userFile := plugintest.WriteFile(t, user, "agenthost/config.json", `{
   "plugins": "plugins",
   "lock": "my.lock",
   "enable": ["a"],
@@ -72,7 +60,7 @@ func TestLoadConfig(t *testing.T) {
     "off": {"url": "https://off.example.com"}
   }
 }`)
-	writeFile(t, project, "agenthost.json", `{
+	plugintest.WriteFile(t, project, "agenthost.json", `{
   "plugins": "tools",
   "enable": [],
   "grants": {"agenthost-plugin-fs": ["exec"]},
@@ -128,7 +116,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 
 	// --config FILE reads that file alone; --config - reads none.
-	other := writeFile(t, t.TempDir(), "other.json", `{"lock": "other.lock"}`)
+	other := plugintest.WriteFile(t, t.TempDir(), "other.json", `{"lock": "other.lock"}`)
 	if c, err = loadConfig(other, true); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +149,7 @@ func TestConfigCommandLine(t *testing.T) {
 	project := t.TempDir()
 	t.Chdir(project)
 	fromFile, fromFlag, fromEnv := t.TempDir(), t.TempDir(), t.TempDir()
-	writeFile(t, project, "agenthost.json", `{"plugins": "`+fromFile+`", "lock": "project.lock"}`)
+	plugintest.WriteFile(t, project, "agenthost.json", `{"plugins": "`+fromFile+`", "lock": "project.lock"}`)
 	if r := runCLI(t, "", "trust"); r.code != 0 {
 		t.Fatalf("agenthost trust: %s", r.stderr)
 	}
@@ -191,7 +179,7 @@ func TestConfigCommandLine(t *testing.T) {
 		})
 	}
 
-	writeFile(t, project, "agenthost.json", "{\n  \"mcpServers\": {\"github\": {\"comand\": \"npx\"}}\n}")
+	plugintest.WriteFile(t, project, "agenthost.json", "{\n  \"mcpServers\": {\"github\": {\"comand\": \"npx\"}}\n}")
 	r := runCLI(t, "", "plugins", "lock")
 	want := `agenthost: agenthost.json:2: mcpServers.github: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, grant, disabled)` + "\n"
 	if r.code != 2 || r.stderr != want {
@@ -211,7 +199,7 @@ func TestConfigCommandLine(t *testing.T) {
 func TestConfigTools(t *testing.T) {
 	t.Setenv("AGENTHOST_PLUGINS", "")
 	dir := pluginDir(t)
-	cfg := writeFile(t, t.TempDir(), "agenthost.json", `{
+	cfg := plugintest.WriteFile(t, t.TempDir(), "agenthost.json", `{
   "plugins": "`+dir+`",
   "enable": ["danger"],
   "disable": ["echo", "fail"],
@@ -245,7 +233,7 @@ func TestConfigTools(t *testing.T) {
 		t.Errorf("the file's grant and the flag's do not add up:\n%s", r.stdout)
 	}
 
-	bad := writeFile(t, t.TempDir(), "agenthost.json", "{\"plugins\": \""+dir+"\",\n \"enable\": [\"nope\"]}")
+	bad := plugintest.WriteFile(t, t.TempDir(), "agenthost.json", "{\"plugins\": \""+dir+"\",\n \"enable\": [\"nope\"]}")
 	r = runCLI(t, "", "--config", bad, "tools")
 	if want := "agenthost: " + bad + ":2: enable: nope: tool not found: nope\n"; r.code != 2 || r.stderr != want {
 		t.Errorf("exit status %d, stderr %q, want 2 and %q", r.code, r.stderr, want)
@@ -259,7 +247,7 @@ func TestConfigChat(t *testing.T) {
 	rp, url := newReplay(t,
 		func(map[string]any) []string { return textReply("one") },
 		func(map[string]any) []string { return textReply("two") })
-	cfg := writeFile(t, t.TempDir(), "agenthost.json", `{
+	cfg := plugintest.WriteFile(t, t.TempDir(), "agenthost.json", `{
   "plugins": "`+t.TempDir()+`",
   "chat": {"provider": "openai", "baseURL": "`+url+`", "model": "file-model", "maxTokens": 7, "system": "from the file"}
 }`)
@@ -291,7 +279,7 @@ func TestProjectConfigNeedsTrust(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	project := t.TempDir()
 	t.Chdir(project)
-	writeFile(t, project, "agenthost.json", `{"lock": "a.lock"}`)
+	plugintest.WriteFile(t, project, "agenthost.json", `{"lock": "a.lock"}`)
 	if err := run(t.Context(), []string{"trust"}, nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +287,7 @@ func TestProjectConfigNeedsTrust(t *testing.T) {
 		t.Fatalf("a trusted file: %v", err)
 	}
 	// A change, however small, needs trust again.
-	writeFile(t, project, "agenthost.json", `{"lock": "b.lock"}`)
+	plugintest.WriteFile(t, project, "agenthost.json", `{"lock": "b.lock"}`)
 	_, err := loadConfig("", false)
 	var ce *config.Error
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "not trusted") {
@@ -312,7 +300,7 @@ func TestProjectConfigNeedsTrust(t *testing.T) {
 		t.Errorf("--config agenthost.json: %v", err)
 	}
 	// A file that would be refused is not trusted.
-	writeFile(t, project, "agenthost.json", `{"lok": 1}`)
+	plugintest.WriteFile(t, project, "agenthost.json", `{"lok": 1}`)
 	if err := run(t.Context(), []string{"trust"}, nil, io.Discard, io.Discard); err == nil {
 		t.Error("agenthost trust took a bad file")
 	}

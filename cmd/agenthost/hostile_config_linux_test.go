@@ -34,24 +34,24 @@ func TestHostileConfigurationFiles(t *testing.T) {
 			mkfifo(t, filepath.Join(dir, "agenthost.json"))
 		}, []string{"tools"}, "agenthost.json is not a regular file (a FIFO)"},
 		{"a project file of 2 MiB", func(t *testing.T, dir string) {
-			writeFile(t, dir, "agenthost.json", `{"roots": ["`+strings.Repeat("y", 2<<20)+`"]}`)
+			plugintest.WriteFile(t, dir, "agenthost.json", `{"roots": ["`+strings.Repeat("y", 2<<20)+`"]}`)
 		}, []string{"tools"}, "agenthost.json is 2097167 bytes: a configuration file is at most 1048576 (1 MiB)"},
 		{"an untrusted file's envFile, a device", func(t *testing.T, dir string) {
-			writeFile(t, dir, "agenthost.json", `{"mcpServers": {"s": {"command": "server", "envFile": "/dev/zero"}}}`)
+			plugintest.WriteFile(t, dir, "agenthost.json", `{"mcpServers": {"s": {"command": "server", "envFile": "/dev/zero"}}}`)
 		}, []string{"tools"}, "this directory's configuration is not trusted"},
 		{"an untrusted file's envFile, a FIFO", func(t *testing.T, dir string) {
 			mkfifo(t, filepath.Join(dir, "fifo"))
-			writeFile(t, dir, "agenthost.json", `{"mcpServers": {"s": {"command": "server", "envFile": "fifo"}}}`)
+			plugintest.WriteFile(t, dir, "agenthost.json", `{"mcpServers": {"s": {"command": "server", "envFile": "fifo"}}}`)
 		}, []string{"tools"}, "this directory's configuration is not trusted"},
 		{"a named file's envFile, a FIFO", func(t *testing.T, dir string) {
 			mkfifo(t, filepath.Join(dir, "fifo"))
-			writeFile(t, dir, "c.json", `{"mcpServers": {"s": {"command": "server", "envFile": "fifo"}}}`)
+			plugintest.WriteFile(t, dir, "c.json", `{"mcpServers": {"s": {"command": "server", "envFile": "fifo"}}}`)
 		}, []string{"--config", "c.json", "tools"}, "fifo is not a regular file (a FIFO)"},
 		{"a named file's envFile, a device", func(t *testing.T, dir string) {
-			writeFile(t, dir, "c.json", `{"mcpServers": {"s": {"command": "server", "envFile": "/dev/zero"}}}`)
+			plugintest.WriteFile(t, dir, "c.json", `{"mcpServers": {"s": {"command": "server", "envFile": "/dev/zero"}}}`)
 		}, []string{"--config", "c.json", "tools"}, "/dev/zero is not a regular file (a device)"},
 		{"a value of 900 KB", func(t *testing.T, dir string) {
-			writeFile(t, dir, "c.json", `{"logLevel": "`+big+`"}`)
+			plugintest.WriteFile(t, dir, "c.json", `{"logLevel": "`+big+`"}`)
 		}, []string{"--config", "c.json", "tools"}, "bytes cut]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,12 +84,12 @@ func TestTrustPinsWhatTheProjectRuns(t *testing.T) {
 	t.Parallel()
 	bin := plugintest.Binary(t, "./cmd/agenthost")
 	dir, config := t.TempDir(), t.TempDir()
-	writeFile(t, dir, "agenthost.json", `{"mcpServers": {"s": {"command": "./tools/server", "args": ["./tools/setup.js", "--verbose"]}}}`)
+	plugintest.WriteFile(t, dir, "agenthost.json", `{"mcpServers": {"s": {"command": "./tools/server", "args": ["./tools/setup.js", "--verbose"]}}}`)
 	if err := os.MkdirAll(filepath.Join(dir, "tools"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "tools/server", "#!/bin/sh\nexit 0\n")
-	writeFile(t, dir, "tools/setup.js", "// setup\n")
+	plugintest.WriteFile(t, dir, "tools/server", "#!/bin/sh\nexit 0\n")
+	plugintest.WriteFile(t, dir, "tools/setup.js", "// setup\n")
 	agenthost := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = dir
@@ -104,7 +104,7 @@ func TestTrustPinsWhatTheProjectRuns(t *testing.T) {
 		if out, code := agenthost("plugins"); code == 2 {
 			t.Fatalf("agenthost plugins, trusted: exit %d: %s", code, out)
 		}
-		writeFile(t, dir, f, "#!/bin/sh\necho replaced\n")
+		plugintest.WriteFile(t, dir, f, "#!/bin/sh\necho replaced\n")
 		out, code := agenthost("plugins")
 		if code != 2 || !strings.Contains(out, "what it runs changed since: "+filepath.Join(dir, f)) {
 			t.Errorf("agenthost plugins after %s changed: exit %d: %s", f, code, out)

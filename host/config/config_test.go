@@ -9,21 +9,9 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/sdk"
 )
-
-// writeFile writes data to dir/name, making the directories it needs.
-func writeFile(t *testing.T, dir, name, data string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestConfigServers: the mcpServers blocks other clients write are read
 // as they are, agenthost's own keys are read, and the keys agenthost does
@@ -31,7 +19,7 @@ func writeFile(t *testing.T, dir, name, data string) string {
 func TestConfigServers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "secrets.env", "# the server's keys\n\nexport API_KEY=from-file\nQUOTED=\"a b\"\nSINGLE='c'\nLEFT=kept\n")
+	plugintest.WriteFile(t, dir, "secrets.env", "# the server's keys\n\nexport API_KEY=from-file\nQUOTED=\"a b\"\nSINGLE='c'\nLEFT=kept\n")
 
 	cases := map[string]struct {
 		json string
@@ -189,7 +177,7 @@ func TestConfigFlags(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "bad.env", "A=1\nnot a pair\n")
+	plugintest.WriteFile(t, dir, "bad.env", "A=1\nnot a pair\n")
 	cases := map[string]struct{ json, want string }{
 		"unknown server key": {`{
   "mcpServers": {
