@@ -39,8 +39,7 @@ import (
 // refuses tool NAME: REASON") while the others were registered.
 func (r *ToolRegistry) AttachPlugin(ctx context.Context, name string, rc *plugin.ReattachConfig) error {
 	// Never stopped when idle: the host could not start it again.
-	proc := newToolSource(name, r.logger, r.startTimeout, 0)
-	proc.attached = true
+	proc := newToolSource(attachedKind{}, name, r.logger, r.startTimeout, 0)
 	proc.reattach.Store(rc)
 	proc.sandbox = r.sandbox
 	dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
@@ -91,5 +90,5 @@ func (p *toolSource) attach() (*instance, error) {
 		g.Conn.Close()
 		return nil, fmt.Errorf("connecting to the plugin: %w", err)
 	}
-	return &instance{client: client, conn: raw.(*goplugin.Client), grpc: g.Conn, attached: true}, nil
+	return &instance{link: &attachedLink{client: client, grpc: g.Conn}, conn: raw.(*goplugin.Client)}, nil
 }

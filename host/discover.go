@@ -113,7 +113,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	launched := make([]bool, len(paths))
 	var wg sync.WaitGroup
 	for i, path := range paths {
-		procs[i] = newToolSource(path, r.logger, r.startTimeout, r.idleTimeout)
+		procs[i] = newToolSource(pluginKind{}, path, r.logger, r.startTimeout, r.idleTimeout)
 		procs[i].lock, procs[i].pluginEnv, procs[i].allowInsecure = lock, r.pluginEnv, r.allowInsecure
 		procs[i].sandbox = r.sandbox
 		procs[i].grant = scriptGrant(path)
@@ -242,10 +242,8 @@ type refusal struct {
 // adopt registers the tools of a described plugin, or reports why not,
 // and returns the tools it refused.
 func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) (PluginReport, []refusal) {
-	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path) && !proc.attached, Sandbox: SandboxReport{Mode: r.sandbox.mode}}
-	if proc.server != nil {
-		rep.MCP, rep.Remote = proc.server.Name, proc.server.transport() != "stdio"
-	}
+	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path) && proc.kind.hostStarted(), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
+	proc.kind.report(&rep)
 	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
 		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
 	}
@@ -258,7 +256,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	if err != nil {
 		proc.close()
 		rep.Err = err
-		r.logger.Warn("skipping "+proc.kind(), "path", proc.path, "reason", err)
+		r.logger.Warn("skipping "+proc.kind.noun(), "path", proc.path, "reason", err)
 		return rep, nil
 	}
 	if desc.GetPluginName() != "" {
@@ -267,7 +265,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	rep.Version = toolcall.Bound(desc.GetPluginVersion(), maxPluginLabel)
 	rep.ProtocolMinor = desc.GetProtocolMinor()
 	proc.declared(asked)
-	if proc.attached {
+	if !proc.kind.hostStarted() {
 		rep.Sandbox = SandboxReport{Asked: asked, Mode: r.sandbox.mode,
 			NotEnforced: []string{"the plugin was attached (AttachPlugin): the host did not start it"}}
 	} else {
@@ -275,7 +273,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	}
 	var refused []refusal
 	for _, spec := range desc.GetTools() {
-		tool, err := r.pluginTool(proc, spec)
+		tool, err := r.sourceTool(proc, spec)
 		if err == nil {
 			err = r.Register(tool)
 		}
@@ -297,7 +295,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	if len(rep.Tools) == 0 {
 		proc.close()
 		rep.Err = errors.New("it serves no tool that could be registered")
-		r.logger.Warn("skipping "+proc.kind(), "path", proc.path, "reason", rep.Err)
+		r.logger.Warn("skipping "+proc.kind.noun(), "path", proc.path, "reason", rep.Err)
 		return rep, refused
 	}
 	r.mu.Lock()
@@ -335,13 +333,10 @@ const (
 	maxToolListBytes = MaxToolsPerPlugin*(MaxSchemaSize+MaxDescriptionSize) + 1<<20
 )
 
-// pluginTool checks what a plugin declares of one tool against the
+// sourceTool checks what a plugin declares of one tool against the
 // limits, and returns its client side.
-func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*pluginTool, error) {
-	name := spec.GetName()
-	if proc.server != nil && proc.server.Prefix != "" {
-		name = proc.server.Prefix + "_" + name
-	}
+func (r *ToolRegistry) sourceTool(proc *toolSource, spec *toolv1.ToolSpec) (*sourceTool, error) {
+	name := proc.kind.toolName(spec.GetName())
 	if !sdk.ValidName(name) {
 		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
 	}
@@ -354,10 +349,10 @@ func (r *ToolRegistry) pluginTool(proc *toolSource, spec *toolv1.ToolSpec) (*plu
 	if err := checkTyped(spec); err != nil {
 		return nil, &limitError{name, err}
 	}
-	t := newPluginTool(proc, name, spec)
+	t := newSourceTool(proc, name, spec)
 	t.resolved = proc.resolved[spec.GetName()]
-	if proc.server != nil && proc.server.Timeout > 0 {
-		t.ann.Timeout = proc.server.Timeout
+	if d := proc.kind.toolTimeout(); d > 0 {
+		t.ann.Timeout = d
 	}
 	if declared := time.Duration(spec.GetTimeoutMs()) * time.Millisecond; declared > MaxToolTimeout {
 		t.ann.Timeout = MaxToolTimeout
@@ -391,12 +386,8 @@ func (r *ToolRegistry) duplicateError(name string, proc *toolSource) error {
 		}
 	}
 	r.mu.RUnlock()
-	if proc.server != nil {
-		return fmt.Errorf("%w: %s is served by %s; %s may not take it (a \"prefix\" in its mcpServers entry registers its tools as PREFIX_%s)",
-			ErrToolExists, name, holder, textsafe.Name(proc.name), name)
-	}
-	return fmt.Errorf("%w: %s is served by %s; %s may not take it (register it under a different name, such as %s_v2)",
-		ErrToolExists, name, holder, textsafe.Name(proc.name), name)
+	return fmt.Errorf("%w: %s is served by %s; %s may not take it (%s)",
+		ErrToolExists, name, holder, textsafe.Name(proc.name), proc.kind.renameHint(name))
 }
 
 // findPlugins lists the plugin binaries in dir, sorted by name: the
@@ -448,8 +439,8 @@ func (r *ToolRegistry) Close() error {
 	return nil
 }
 
-// pluginTool is a tool served by a plugin binary or an MCP server.
-type pluginTool struct {
+// sourceTool is a tool served by a plugin binary or an MCP server.
+type sourceTool struct {
 	proc *toolSource
 	// remote is the tool's name at its source; the registry's name may
 	// have a prefix.
@@ -470,15 +461,15 @@ type pluginTool struct {
 }
 
 var (
-	_ ExecutableTool     = (*pluginTool)(nil)
-	_ sdk.Annotator      = (*pluginTool)(nil)
-	_ sdk.Titler         = (*pluginTool)(nil)
-	_ sdk.StructuredTool = (*pluginTool)(nil)
+	_ ExecutableTool     = (*sourceTool)(nil)
+	_ sdk.Annotator      = (*sourceTool)(nil)
+	_ sdk.Titler         = (*sourceTool)(nil)
+	_ sdk.StructuredTool = (*sourceTool)(nil)
 )
 
-func newPluginTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *pluginTool {
+func newSourceTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *sourceTool {
 	a := spec.GetAnnotations()
-	return &pluginTool{
+	return &sourceTool{
 		proc:       proc,
 		remote:     spec.GetName(),
 		checksArgs: spec.GetChecksArguments(),
@@ -496,19 +487,19 @@ func newPluginTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *plugin
 	}
 }
 
-func (t *pluginTool) Name() string             { return t.schema.Function.Name }
-func (t *pluginTool) Schema() ChatTool         { return t.schema }
-func (t *pluginTool) Annotations() Annotations { return t.ann }
+func (t *sourceTool) Name() string             { return t.schema.Function.Name }
+func (t *sourceTool) Schema() ChatTool         { return t.schema }
+func (t *sourceTool) Annotations() Annotations { return t.ann }
 
-func (t *pluginTool) Title() string                 { return t.title }
-func (t *pluginTool) OutputSchema() json.RawMessage { return t.output }
+func (t *sourceTool) Title() string                 { return t.title }
+func (t *sourceTool) OutputSchema() json.RawMessage { return t.output }
 
-func (t *pluginTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
+func (t *sourceTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	text, _, err := t.proc.call(ctx, t.remote, args, false)
 	return text, err
 }
 
-func (t *pluginTool) ExecuteStructured(ctx context.Context, args json.RawMessage) (string, json.RawMessage, error) {
+func (t *sourceTool) ExecuteStructured(ctx context.Context, args json.RawMessage) (string, json.RawMessage, error) {
 	return t.proc.call(ctx, t.remote, args, true)
 }
 

@@ -64,7 +64,7 @@ func TestLockedLaunchRunsWhatWasHashed(t *testing.T) {
 			}
 		}
 	})
-	p := newToolSource(bin, hclog.NewNullLogger(), 5*time.Second, 0)
+	p := newToolSource(pluginKind{}, bin, hclog.NewNullLogger(), 5*time.Second, 0)
 	p.lock = lock
 	var refused int
 	for range execRaceLaunches {

@@ -196,7 +196,7 @@ func TestReadLockFileRejectsDamage(t *testing.T) {
 // under lock, and stops it again.
 func launchOnce(t *testing.T, bin string, lock *Lock, passThrough []string) (*instance, error) {
 	t.Helper()
-	p := newToolSource(bin, hclog.NewNullLogger(), 5*time.Second, 0)
+	p := newToolSource(pluginKind{}, bin, hclog.NewNullLogger(), 5*time.Second, 0)
 	p.lock, p.pluginEnv = lock, passThrough
 	inst, err := p.launch()
 	if err == nil {

@@ -56,8 +56,8 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 	for i := range servers {
 		srv := servers[i]
 		srv.Args = slices.Clone(srv.Args)
-		proc := newToolSource(MCPSourcePrefix+srv.Name, r.logger, r.startTimeout, r.idleTimeout)
-		proc.server, proc.grant = &srv, MergeGrants(srv.Grant, srv.defaultGrant(r.sandbox.launchers))
+		proc := newToolSource(mcpKind{&srv}, MCPSourcePrefix+srv.Name, r.logger, r.startTimeout, r.idleTimeout)
+		proc.grant = MergeGrants(srv.Grant, srv.defaultGrant(r.sandbox.launchers))
 		proc.pluginEnv, proc.allowInsecure, proc.sandbox = r.pluginEnv, r.allowInsecure, r.sandbox
 		proc.perms = r.sandbox.granted(proc.path, sdk.Permissions{}, proc.grant)
 		procs[i] = proc
@@ -290,8 +290,8 @@ func lookCommand(command, dir string) (string, error) {
 
 // launchMCP starts the server (or, over HTTP, connects to it) and
 // completes MCP's handshake within startTimeout.
-func (p *toolSource) launchMCP() (*instance, error) {
-	srv, err := p.server.expanded()
+func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
+	srv, err := server.expanded()
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +314,7 @@ func (p *toolSource) launchMCP() (*instance, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s: %w", textsafe.Name(srv.URL), handshakeError(ctx, err, p.startTimeout))
 		}
+		inst.link = mcpLink{}
 		p.launched()
 		return inst, nil
 	case "stdio":
@@ -343,7 +344,7 @@ func (p *toolSource) launchMCP() (*instance, error) {
 	if policy != nil && prof != nil {
 		env = append(env, prof.env...)
 	}
-	if dir, vars := p.server.launcherDir(p.sandbox.launchers); dir != "" {
+	if dir, vars := server.launcherDir(p.sandbox.launchers); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("making its launcher's directory: %w", err)
 		}
@@ -383,6 +384,7 @@ func (p *toolSource) launchMCP() (*instance, error) {
 		inst.stop(true)
 		return nil, err
 	}
+	inst.link = mcpLink{}
 	p.launched()
 	return inst, nil
 }
@@ -530,7 +532,7 @@ func (p *toolSource) mcpCallError(ctx context.Context, inst *instance, err error
 		// closed) the server: the model learns the first, not the last.
 		reason := strings.TrimPrefix(broken.Reason.Error(), "the server ")
 		p.drop(inst, "it "+reason)
-		p.logger.Warn(p.kind()+" broke the session during a call; the next call starts it again", "error", err)
+		p.logger.Warn(p.kind.noun()+" broke the session during a call; the next call starts it again", "error", err)
 		return fmt.Errorf("%s %s, which ended its session; the next call starts it again", p.what(), reason)
 	}
 	return p.lostDuringCall(inst, err.Error(), err)
@@ -576,7 +578,7 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeRespo
 	want := map[string]*entry{}
 	var order, refused []string
 	for _, spec := range desc.GetTools() {
-		t, err := r.pluginTool(proc, spec)
+		t, err := r.sourceTool(proc, spec)
 		var e *entry
 		if err == nil {
 			e, err = newEntry(t)
@@ -594,7 +596,7 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeRespo
 	changed := false
 	r.mu.Lock()
 	for name, e := range r.entries {
-		if pt, ok := e.tool.(*pluginTool); ok && pt.proc == proc && want[name] == nil {
+		if e.source == proc && want[name] == nil {
 			delete(r.entries, name)
 			r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
 			changed = true
@@ -614,7 +616,7 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeRespo
 			changed = true
 			continue
 		}
-		if pt, ok := old.tool.(*pluginTool); !ok || pt.proc != proc {
+		if old.source != proc {
 			refused = append(refused, fmt.Sprintf("%v: %s is taken; %s may not take it", ErrToolExists, name, textsafe.Name(proc.name)))
 			continue
 		}

@@ -98,15 +98,16 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: p.sandbox.runDir()},
 		Logger:           quietLogger{p.logger},
 	}
-	inst.client = plugin.NewClient(cfg)
-	rpc, err := inst.client.Client()
+	l := &goPluginLink{client: plugin.NewClient(cfg)}
+	inst.link = l
+	rpc, err := l.client.Client()
 	if err != nil {
 		err = launchError(err, inst, p.startTimeout)
 		inst.stop(true)
 		return nil, err
 	}
 	if g, ok := rpc.(*plugin.GRPCClient); ok {
-		inst.grpc = g.Conn
+		l.grpc = g.Conn
 	}
 	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
@@ -140,15 +141,15 @@ const controllerShutdown = "/plugin.GRPCController/Shutdown"
 // gets SIGTERM, its whole process group, and is killed termGrace later if
 // it has not exited by then. A plugin that has the controller is left to
 // go-plugin's Kill, which follows.
-func (inst *instance) shutdown() {
+func (l *goPluginLink) shutdown(inst *instance) {
 	r := inst.runner
-	if inst.grpc == nil || r == nil {
+	if l.grpc == nil || r == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	// go-plugin's request and answer are empty messages, as Empty is.
-	err := inst.grpc.Invoke(ctx, controllerShutdown, &emptypb.Empty{}, &emptypb.Empty{})
+	err := l.grpc.Invoke(ctx, controllerShutdown, &emptypb.Empty{}, &emptypb.Empty{})
 	if status.Code(err) != codes.Unimplemented {
 		return
 	}
@@ -163,7 +164,7 @@ func (inst *instance) shutdown() {
 }
 
 // describe asks the plugin what it serves.
-func (p *toolSource) describe(ctx context.Context) (*toolv1.DescribeResponse, error) {
+func (p *toolSource) describePlugin(ctx context.Context) (*toolv1.DescribeResponse, error) {
 	inst, err := p.instance(ctx)
 	if err != nil {
 		return nil, err
@@ -239,7 +240,7 @@ func (p *toolSource) callError(ctx context.Context, inst *instance, err error) e
 		// checked before sending, so it is the result.
 		return errors.New(wire.ResultTooLarge(0))
 	}
-	if st.Code() != codes.Unavailable && st.Code() != codes.Canceled && !inst.client.Exited() {
+	if st.Code() != codes.Unavailable && st.Code() != codes.Canceled && !inst.link.ended(inst) {
 		return fmt.Errorf("plugin %s: %s", p.name, st.Message())
 	}
 	return p.lostDuringCall(inst, st.Message(), err)

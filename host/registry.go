@@ -164,9 +164,11 @@ type entry struct {
 	// params is the parameters schema resolved for validation; nil for a
 	// tool whose plugin checks the arguments and whose schema is known to
 	// resolve.
-	params  *jsonschema.Resolved
-	ann     Annotations
-	plugin  string
+	params *jsonschema.Resolved
+	ann    Annotations
+	plugin string
+	// source serves the tool; nil for an in-process tool.
+	source  *toolSource
 	enabled bool
 	timeout time.Duration
 	// inline: the tool returns when its context ends (it is served by a
@@ -295,7 +297,7 @@ func newEntry(tool ExecutableTool) (*entry, error) {
 	if schema.Function.Name != name {
 		return nil, fmt.Errorf("%w: %s: schema describes function %q", ErrInvalidTool, name, schema.Function.Name)
 	}
-	pt, plugin := tool.(*pluginTool)
+	pt, plugin := tool.(*sourceTool)
 	var params *jsonschema.Resolved
 	if !plugin || !pt.checksArgs || !pt.resolved {
 		var err error
@@ -318,7 +320,7 @@ func newEntry(tool ExecutableTool) (*entry, error) {
 	}
 	e.outputSchema = outputResolver(e.output)
 	if plugin {
-		e.plugin = pt.proc.name
+		e.plugin, e.source = pt.proc.name, pt.proc
 		e.inline = true
 		e.checked = pt.checksArgs
 	}
@@ -415,10 +417,11 @@ func (r *ToolRegistry) Enable(name string) error {
 	if err := r.setEnabled(name, true); err != nil {
 		return err
 	}
-	if t, ok := r.Tool(name); ok {
-		if pt, ok := t.(*pluginTool); ok {
-			pt.proc.reset()
-		}
+	r.mu.RLock()
+	e := r.entries[name]
+	r.mu.RUnlock()
+	if e != nil && e.source != nil {
+		e.source.reset()
 	}
 	return nil
 }

@@ -172,11 +172,10 @@ func (r *ToolRegistry) checkRoots(ctx context.Context, e *entry) error {
 // touchesRoots reports whether a tool may touch the workspace roots: any
 // tool but one whose plugin declares it touches none (sdk.RootsNone).
 func touchesRoots(e *entry) bool {
-	pt, ok := e.tool.(*pluginTool)
-	if !ok {
+	if e.source == nil {
 		return true
 	}
-	pt.proc.mu.Lock()
-	defer pt.proc.mu.Unlock()
-	return pt.proc.perms.Roots != sdk.RootsNone
+	e.source.mu.Lock()
+	defer e.source.mu.Unlock()
+	return e.source.perms.Roots != sdk.RootsNone
 }

@@ -13,12 +13,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/agenthost/agenthost/host/mcpsource"
 	"github.com/agenthost/agenthost/internal/goplugin"
-	"github.com/agenthost/agenthost/internal/textsafe"
-	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
@@ -56,20 +53,17 @@ func (e *disabledError) Error() string {
 }
 
 // what names the source in messages: "plugin NAME" or "MCP server NAME".
-func (p *toolSource) what() string {
-	if p.server != nil {
-		return "MCP server " + textsafe.Name(p.server.Name)
-	}
-	return "plugin " + p.name
-}
+func (p *toolSource) what() string { return p.kind.label(p) }
 
 // call runs one of the source's tools: its text and its structured
 // result (nil when it has none).
 func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, error) {
-	if p.server != nil {
-		return p.callMCP(ctx, tool, args)
-	}
-	return p.execute(ctx, tool, args, wantStructured)
+	return p.kind.call(ctx, p, tool, args, wantStructured)
+}
+
+// describe asks the source what it serves.
+func (p *toolSource) describe(ctx context.Context) (*toolv1.DescribeResponse, error) {
+	return p.kind.describe(ctx, p)
 }
 
 // startFailure words a call whose source could not be started.
@@ -84,24 +78,8 @@ func (p *toolSource) startFailure(ctx context.Context, err error) error {
 	return fmt.Errorf("%s could not be started: %w", p.what(), err)
 }
 
-// kind is "plugin" or "MCP server".
-func (p *toolSource) kind() string {
-	if p.server != nil {
-		return "MCP server"
-	}
-	return "plugin"
-}
-
 // launch starts a new instance of the source.
-func (p *toolSource) launch() (*instance, error) {
-	switch {
-	case p.server != nil:
-		return p.launchMCP()
-	case p.attached:
-		return p.attach()
-	}
-	return p.launchPlugin()
-}
+func (p *toolSource) launch() (*instance, error) { return p.kind.launch(p) }
 
 // toolSource is one tool source — a plugin binary or an MCP server — and,
 // while it runs, its process (or, for an MCP server over HTTP, its
@@ -130,13 +108,13 @@ type toolSource struct {
 	allowInsecure bool
 	// sandbox confines the plugin's processes; nil: they run unconfined.
 	sandbox *sandboxConfig
-	// server is the MCP server this source speaks to; nil for a plugin
-	// binary. grant is what its configuration grants it.
-	server *MCPServer
-	grant  Grant
-	// attached: the plugin was running already, and the host connects to
-	// it (AttachPlugin) through reattach, once, instead of starting it.
-	attached bool
+	// kind is what the source is: a plugin binary, an attached plugin or
+	// an MCP server (sourceKind).
+	kind sourceKind
+	// grant is what the configuration grants the source.
+	grant Grant
+	// reattach is how an attached plugin is connected to, once
+	// (AttachPlugin).
 	reattach atomic.Pointer[plugin.ReattachConfig]
 	// toolsChanged, once set (after the source's tools are registered),
 	// is called when an MCP server says its list of tools changed; one
@@ -180,16 +158,13 @@ type startAttempt struct {
 
 // instance is one running process of a plugin.
 type instance struct {
-	// A plugin's: its go-plugin client and connection, and the gRPC
-	// connection under them. An MCP server's: its session. runner is the
-	// process, when there is one. attached: the plugin's process is not
-	// the host's (AttachPlugin).
-	client   *plugin.Client
-	conn     *goplugin.Client
-	grpc     *grpc.ClientConn
-	mcp      *mcpsource.Session
-	runner   *groupRunner
-	attached bool
+	// link is how the host holds the instance (nil until its launch got
+	// that far); conn is a plugin's tool service, mcp an MCP server's
+	// session. runner is the process, when the host started one.
+	link   link
+	conn   *goplugin.Client
+	mcp    *mcpsource.Session
+	runner *groupRunner
 
 	inflight atomic.Int64 // calls using the instance; changed up under toolSource.mu
 	lastUse  atomic.Int64 // unix nanoseconds when the last call ended
@@ -209,10 +184,10 @@ type instance struct {
 	stopped    bool
 }
 
-func newToolSource(path string, logger hclog.Logger, startTimeout, idleTimeout time.Duration) *toolSource {
+func newToolSource(kind sourceKind, path string, logger hclog.Logger, startTimeout, idleTimeout time.Duration) *toolSource {
 	name := filepath.Base(path)
 	return &toolSource{
-		path: path, name: name, logger: logger.Named(name),
+		kind: kind, path: path, name: name, logger: logger.Named(name),
 		startTimeout: startTimeout, idleTimeout: idleTimeout,
 		closing: make(chan struct{}),
 	}
@@ -227,7 +202,7 @@ func (p *toolSource) declared(asked sdk.Permissions) {
 	defer p.mu.Unlock()
 	p.perms = perms
 	// An attached plugin runs in no sandbox of the host's.
-	if inst := p.inst; inst != nil && !p.attached && !samePermissions(inst.perms, perms) {
+	if inst := p.inst; inst != nil && p.kind.hostStarted() && !samePermissions(inst.perms, perms) {
 		p.logger.Debug("restarting the plugin in the sandbox its description asks for", "permissions", perms.String())
 		p.dropLocked(inst, "")
 	}
@@ -458,12 +433,12 @@ func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) er
 		}
 		if dead, _ := inst.runner.exited(); dead {
 			p.drop(inst, "exited during a call"+inst.exitReason())
-			p.logger.Warn(p.kind()+" died during a call; the next call starts it again", "error", err)
+			p.logger.Warn(p.kind.noun()+" died during a call; the next call starts it again", "error", err)
 			return fmt.Errorf("%s exited during the call%s", p.what(), inst.exitReason())
 		}
 	}
 	p.drop(inst, "stopped answering: "+detail)
-	p.logger.Warn(p.kind()+" stopped answering during a call; the next call starts it again", "error", err)
+	p.logger.Warn(p.kind.noun()+" stopped answering during a call; the next call starts it again", "error", err)
 	return fmt.Errorf("%s stopped answering: %s", p.what(), detail)
 }
 
@@ -501,24 +476,11 @@ func (inst *instance) dead() bool {
 			return true
 		}
 	}
-	if inst.mcp != nil {
-		select {
-		case <-inst.mcp.Done():
-			return true
-		default:
-		}
-	}
-	return inst.client != nil && inst.client.Exited()
+	return inst.link != nil && inst.link.ended(inst)
 }
 
 // ping checks that the instance still answers.
-func (inst *instance) ping(ctx context.Context) error {
-	if inst.mcp != nil {
-		return inst.mcp.Ping(ctx)
-	}
-	_, err := inst.conn.Describe(ctx, &toolv1.DescribeRequest{ProtocolMinor: wire.ProtocolMinor})
-	return err
-}
+func (inst *instance) ping(ctx context.Context) error { return inst.link.ping(ctx, inst) }
 
 // exitReason is " (how it ended)", or "" when that is not known.
 func (inst *instance) exitReason() string {
@@ -561,7 +523,7 @@ func (p *toolSource) close() {
 	// the logging of its output) ends too, each bounded: nothing of the
 	// source runs, or logs, once Close returned.
 	if !p.bg.wait(stopTimeout + reapTimeout + drainMax) {
-		p.logger.Warn(p.kind() + " left work running past its close")
+		p.logger.Warn(p.kind.noun() + " left work running past its close")
 	}
 }
 
@@ -592,7 +554,7 @@ func (inst *instance) stop(force bool) {
 	if r != nil && r.pid != 0 {
 		// The instance is no longer handed to new calls (it was dropped
 		// first), so once idle it stays idle.
-		if force || (inst.client != nil && inst.inflight.Load() == 0) {
+		if force || (inst.link != nil && inst.link.idleKill() && inst.inflight.Load() == 0) {
 			_ = r.killGroup()
 		} else {
 			_ = r.signalGroup(syscall.SIGCONT)
@@ -604,22 +566,8 @@ func (inst *instance) stop(force bool) {
 	go func() {
 		defer close(done)
 		switch {
-		case inst.attached:
-			// Disconnected. The plugin is not the host's to stop.
-			inst.grpc.Close()
-		case inst.client != nil:
-			if graceful {
-				inst.shutdown()
-			}
-			inst.client.Kill()
-		case inst.mcp != nil:
-			// An MCP server over stdio is asked to stop by closing its
-			// stdin (the session's Close does), and given the same time
-			// as a plugin to exit.
-			inst.mcp.Close()
-			if r != nil {
-				<-r.done
-			}
+		case inst.link != nil:
+			inst.link.close(inst, graceful)
 		case r != nil:
 			<-r.done
 		}
