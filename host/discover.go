@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agenthost/agenthost/internal/fromproto"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/sdk"
@@ -139,7 +140,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 		if fresh != nil {
 			// What it declared decides the sandbox of every launch,
 			// the eager one included.
-			procs[i].declared(sdk.PermissionsFromProto(fresh.GetPermissions()))
+			procs[i].declared(fromproto.Permissions(fresh.GetPermissions()))
 			procs[i].resolved = resolved
 		}
 		if fresh != nil && !r.eager {
@@ -247,7 +248,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
 		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
 	}
-	asked := sdk.PermissionsFromProto(desc.GetPermissions())
+	asked := fromproto.Permissions(desc.GetPermissions())
 	if err == nil {
 		if perr := asked.Validate(); perr != nil {
 			err = fmt.Errorf("it declares invalid permissions: %w", perr)
@@ -337,7 +338,7 @@ const (
 // limits, and returns its client side.
 func (r *ToolRegistry) sourceTool(proc *toolSource, spec *toolv1.ToolSpec) (*sourceTool, error) {
 	name := proc.kind.toolName(spec.GetName())
-	if !sdk.ValidName(name) {
+	if !toolcall.ValidName(name) {
 		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
 	}
 	if n := len(spec.GetParametersSchema()); n > MaxSchemaSize {

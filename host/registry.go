@@ -14,6 +14,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agenthost/agenthost/internal/argcheck"
+	"github.com/agenthost/agenthost/internal/structcheck"
 	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -181,7 +183,7 @@ type entry struct {
 	// tool without structured results. outputSchema resolves it and
 	// compiles its validator, once (outputResolver).
 	output       json.RawMessage
-	outputSchema func() (*sdk.StructuredValidator, error)
+	outputSchema func() (*structcheck.Validator, error)
 }
 
 // NewToolRegistry returns an empty registry. opts may be nil.
@@ -287,7 +289,7 @@ func (r *ToolRegistry) Register(tool ExecutableTool) error {
 
 func newEntry(tool ExecutableTool) (*entry, error) {
 	name := tool.Name()
-	if !sdk.ValidName(name) {
+	if !toolcall.ValidName(name) {
 		return nil, fmt.Errorf("%w: name %q must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, name)
 	}
 	schema := tool.Schema()
@@ -630,7 +632,7 @@ func prepare(e *entry, args json.RawMessage, wantStructured bool) (call toolcall
 		return p.PrepareCall(args)
 	}
 	if !e.checked {
-		if err := sdk.ValidateArgs(e.params, args); err != nil {
+		if err := argcheck.Check(e.params, args); err != nil {
 			return nil, err
 		}
 	}

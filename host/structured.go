@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/agenthost/agenthost/sdk"
+	"github.com/agenthost/agenthost/internal/structcheck"
 	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
@@ -84,11 +84,11 @@ func (e *entry) checkStructured(structured json.RawMessage) error {
 // outputResolver returns the function that resolves raw, an output
 // schema, and compiles its validator on its first call, and answers the
 // same from then on; nil for a tool without one.
-func outputResolver(raw json.RawMessage) func() (*sdk.StructuredValidator, error) {
+func outputResolver(raw json.RawMessage) func() (*structcheck.Validator, error) {
 	if raw == nil {
 		return nil
 	}
-	return sync.OnceValues(func() (*sdk.StructuredValidator, error) {
+	return sync.OnceValues(func() (*structcheck.Validator, error) {
 		var s jsonschema.Schema
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, err
@@ -97,7 +97,7 @@ func outputResolver(raw json.RawMessage) func() (*sdk.StructuredValidator, error
 		if err != nil {
 			return nil, err
 		}
-		return sdk.NewStructuredValidator(resolved), nil
+		return structcheck.New(resolved), nil
 	})
 }
 

@@ -176,25 +176,6 @@ func checkPath(path string) error {
 	return nil
 }
 
-// PermissionsFromProto returns the declaration that p carries. A nil p,
-// the description of a plugin older than protocol 1.3, is the zero
-// Permissions. A root access the protocol does not know (from a newer or
-// a broken plugin) is kept as it is; [Permissions.Validate] reports it.
-func PermissionsFromProto(p *toolv1.Permissions) Permissions {
-	if p == nil {
-		return Permissions{}
-	}
-	return Permissions{
-		Roots:       RootAccess(p.GetRoots()),
-		Read:        clonePaths(p.GetReadPaths()),
-		Write:       clonePaths(p.GetWritePaths()),
-		Network:     p.GetNetwork(),
-		Exec:        p.GetExec(),
-		SessionFile: p.GetSessionFile(),
-		UnixSockets: p.GetUnixSockets(),
-	}
-}
-
 // Proto returns p as the protocol carries it, never nil. It shares no
 // memory with p.
 func (p Permissions) Proto() *toolv1.Permissions {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/agenthost/agenthost/internal/argcheck"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
@@ -127,7 +128,7 @@ func TestNewToolNullOptional(t *testing.T) {
 	}
 }
 
-// TestValidateArgsNullAsSchemaSays: ValidateArgs, the host's check of a
+// TestValidateArgsNullAsSchemaSays: argcheck.Check, the host's check of a
 // plugin that does not check its own arguments, keeps to the schema: a
 // null is refused where the schema does not allow it, since the tool
 // would receive it.
@@ -142,10 +143,10 @@ func TestValidateArgsNullAsSchemaSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `invalid arguments: limit: type: null has type "null", want "integer"`
-	if err := ValidateArgs(schema, json.RawMessage(`{"limit":null}`)); err == nil || err.Error() != want {
+	if err := argcheck.Check(schema, json.RawMessage(`{"limit":null}`)); err == nil || err.Error() != want {
 		t.Errorf("ValidateArgs({\"limit\":null}) = %v, want %q", err, want)
 	}
-	if err := ValidateArgs(schema, json.RawMessage(`{}`)); err != nil {
+	if err := argcheck.Check(schema, json.RawMessage(`{}`)); err != nil {
 		t.Errorf("ValidateArgs({}) = %v, want nil", err)
 	}
 }

@@ -38,7 +38,7 @@ func Serve(tools ...Tool) {
 // which main serves with [ServePlugin] and its tests with sdktest.New.
 type Plugin struct {
 	// Tools are the tools the plugin serves. Each has a valid name of its
-	// own (see [ValidName]), and its schema names the tool's function.
+	// own (see toolcall.ValidName), and its schema names the tool's function.
 	Tools []Tool
 
 	// Permissions declare what the plugin's process needs beyond what the
@@ -140,7 +140,7 @@ func newServer(logger hclog.Logger, p Plugin) *server {
 	}
 	for _, t := range p.Tools {
 		name := t.Name()
-		if !ValidName(name) {
+		if !toolcall.ValidName(name) {
 			panic(fmt.Sprintf("sdk.ServePlugin: invalid tool name %q", name))
 		}
 		if fn := t.Schema().Function.Name; fn != name {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,8 +359,8 @@ func TestServerDescribePermissions(t *testing.T) {
 			if resp.GetPermissions() == nil {
 				t.Fatal("the description carries no permissions")
 			}
-			if got := PermissionsFromProto(resp.GetPermissions()); !reflect.DeepEqual(got, perms) {
-				t.Errorf("the description declares %#v, want %#v", got, perms)
+			if got := resp.GetPermissions(); !proto.Equal(got, perms.Proto()) {
+				t.Errorf("the description declares %v, want %v", got, perms.Proto())
 			}
 			if resp.GetProtocolMinor() != wire.ProtocolMinor || len(resp.GetTools()) != len(tools) {
 				t.Errorf("the description is %v", resp)
@@ -371,8 +370,8 @@ func TestServerDescribePermissions(t *testing.T) {
 
 	// Serve, without a declaration, declares nothing.
 	resp := describeOverGRPC(t, newServer(hclog.NewNullLogger(), Plugin{Tools: tools}))
-	if got := PermissionsFromProto(resp.GetPermissions()); !reflect.DeepEqual(got, Permissions{}) {
-		t.Errorf("a plugin that declares nothing declares %#v", got)
+	if got := resp.GetPermissions(); !proto.Equal(got, (Permissions{}).Proto()) {
+		t.Errorf("a plugin that declares nothing declares %v", got)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agenthost/agenthost/internal/argcheck"
 )
 
 // Titler is implemented by tools that have a title: a short name for
@@ -202,10 +204,10 @@ func ValidateStructured(schema *jsonschema.Resolved, structured json.RawMessage)
 		return fmt.Errorf("the structured result is not JSON: %v", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return fmt.Errorf("the structured result is %s, not a JSON object", jsonKind(v))
+		return fmt.Errorf("the structured result is %s, not a JSON object", argcheck.JSONKind(v))
 	}
 	if err := schema.Validate(v); err != nil {
-		return fmt.Errorf("the structured result does not conform to the output schema: %s", tidyValidationError(err))
+		return fmt.Errorf("the structured result does not conform to the output schema: %s", argcheck.TidyValidationError(err))
 	}
 	return nil
 }

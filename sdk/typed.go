@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/agenthost/agenthost/internal/argcheck"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
@@ -53,8 +54,8 @@ type Info struct {
 // NewTool panics if info.Name is invalid or In has no JSON Schema: both are
 // programming errors, found the first time the plugin starts.
 func NewTool[In any](info Info, handler func(ctx context.Context, in In) (string, error)) Tool {
-	if !ValidName(info.Name) {
-		panic(fmt.Sprintf("sdk.NewTool: invalid tool name %q: it must match %s", info.Name, namePattern))
+	if !toolcall.ValidName(info.Name) {
+		panic(fmt.Sprintf("sdk.NewTool: invalid tool name %q: it must match %s", info.Name, toolcall.NamePattern))
 	}
 	schema, err := inferSchema[In]()
 	if err != nil {
@@ -148,7 +149,7 @@ func (t *typedTool[In]) decode(args json.RawMessage) (In, error) {
 	if t.optional {
 		args = dropNulls(schema.Schema(), args)
 	}
-	v, err := validateJSON(schema, args)
+	v, err := argcheck.Validate(schema, args)
 	if err != nil {
 		return in, err
 	}
@@ -159,10 +160,10 @@ func (t *typedTool[In]) decode(args json.RawMessage) (In, error) {
 		var zero In
 		in = zero
 		if merr != nil {
-			return in, decodeError(err)
+			return in, argcheck.DecodeError(err)
 		}
 		if err := json.Unmarshal(normalized, &in); err != nil {
-			return in, decodeError(err)
+			return in, argcheck.DecodeError(err)
 		}
 	}
 	return in, nil
@@ -176,48 +177,4 @@ func NormalizeArgs(args json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return args
-}
-
-// ValidateArgs checks JSON arguments against a resolved schema, exactly
-// as the schema says: unlike a [NewTool] tool, it does not take a null
-// optional property for an absent one. Its error starts with "invalid
-// arguments: ".
-func ValidateArgs(schema *jsonschema.Resolved, args json.RawMessage) error {
-	if err := toolcall.CheckUnicode(args); err != nil {
-		return err
-	}
-	_, err := validateJSON(schema, args)
-	return err
-}
-
-// validateJSON is ValidateArgs on arguments of valid Unicode, returning
-// the decoded arguments.
-func validateJSON(schema *jsonschema.Resolved, args json.RawMessage) (any, error) {
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return nil, syntaxError(args, err)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, argumentError("expected a JSON object, got %s", jsonKind(v))
-	}
-	if err := schema.Validate(v); err != nil {
-		return nil, argumentError("%s", tidyValidationError(err))
-	}
-	return v, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
 }

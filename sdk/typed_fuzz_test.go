@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agenthost/agenthost/internal/argcheck"
 )
 
 // fuzzInput has a field of every kind a tool's input commonly has.
@@ -28,7 +30,7 @@ type fuzzInput struct {
 }
 
 // maxFuzzError bounds every argument-check error.
-const maxFuzzError = maxArgumentError + 64
+const maxFuzzError = argcheck.MaxError + 64
 
 // rawGoText are fragments of Go's own error texts that must never reach a
 // model.
@@ -101,7 +103,7 @@ func FuzzValidateArgs(f *testing.F) {
 	}
 	schema := resolveForTest(f, `{"type":"object","properties":{"path":{"type":"string","minLength":1,"pattern":"^[a-z]+$"},"limit":{"type":"integer","minimum":1,"maximum":100},"mode":{"enum":["a","b"]},"paths":{"type":"array","items":{"type":"string"},"maxItems":3}},"required":["path"],"additionalProperties":false}`)
 	f.Fuzz(func(t *testing.T, args []byte) {
-		if err := ValidateArgs(schema, NormalizeArgs(args)); err != nil {
+		if err := argcheck.Check(schema, NormalizeArgs(args)); err != nil {
 			checkArgumentError(t, args, err.Error())
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agenthost/agenthost/internal/fromproto"
 	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -14,7 +15,7 @@ func TestDeclaredPermissions(t *testing.T) {
 	t.Parallel()
 	want := sdk.Permissions{Roots: sdk.RootsNone}
 	desc := plugintest.Describe(t, "./examples/clock")
-	if got := sdk.PermissionsFromProto(desc.GetPermissions()); !reflect.DeepEqual(got, want) {
+	if got := fromproto.Permissions(desc.GetPermissions()); !reflect.DeepEqual(got, want) {
 		t.Errorf("the clock plugin declares %q, want %q", got, want)
 	}
 }

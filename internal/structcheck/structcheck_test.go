@@ -1,4 +1,4 @@
-package sdk
+package structcheck
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agenthost/agenthost/sdk"
 )
 
 // Schemas beside the built-ins' that the differential tests check
@@ -70,7 +72,7 @@ func TestStructuredValidatorCompiles(t *testing.T) {
 	t.Parallel()
 	names, schemas, results := outputSchemas(t)
 	for _, name := range names {
-		v := NewStructuredValidator(schemas[name])
+		v := New(schemas[name])
 		if compiled, want := v.shape != nil, name != "enum"; compiled != want {
 			t.Errorf("%s: compiled to a shape: %v, want %v", name, compiled, want)
 			continue
@@ -94,7 +96,7 @@ func TestStructuredValidatorAgrees(t *testing.T) {
 	names, schemas, _ := outputSchemas(t)
 	rng := rand.New(rand.NewPCG(18, 6))
 	for _, name := range names {
-		v := NewStructuredValidator(schemas[name])
+		v := New(schemas[name])
 		var fast, valid, invalid int
 		for range 3000 {
 			doc := generateJSON(rng, schemas[name].Schema())
@@ -102,7 +104,7 @@ func TestStructuredValidatorAgrees(t *testing.T) {
 			if v.shape != nil && v.shape.accepts(doc) {
 				fast++
 			}
-			if ValidateStructured(schemas[name], doc) == nil {
+			if sdk.ValidateStructured(schemas[name], doc) == nil {
 				valid++
 			} else {
 				invalid++
@@ -122,7 +124,7 @@ func TestStructuredValidatorAgrees(t *testing.T) {
 func TestStructuredValidatorDeep(t *testing.T) {
 	t.Parallel()
 	resolved := resolveSchema(t, json.RawMessage(extraOutputSchemas["open"]))
-	v := NewStructuredValidator(resolved)
+	v := New(resolved)
 	for _, depth := range []int{maxShapeDepth - 2, maxShapeDepth + 1, 10001} {
 		doc := `{"v":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + "}"
 		agree(t, "open", v, resolved, []byte(doc))
@@ -133,9 +135,9 @@ func TestStructuredValidatorDeep(t *testing.T) {
 // does. Their errors are not compared: v's are ValidateStructured's,
 // whose text varies from call to call when a result breaks the schema
 // in more than one place (it checks properties in map order).
-func agree(t *testing.T, name string, v *StructuredValidator, resolved *jsonschema.Resolved, doc []byte) {
+func agree(t *testing.T, name string, v *Validator, resolved *jsonschema.Resolved, doc []byte) {
 	t.Helper()
-	got, want := v.Validate(doc), ValidateStructured(resolved, doc)
+	got, want := v.Validate(doc), sdk.ValidateStructured(resolved, doc)
 	if (got == nil) != (want == nil) {
 		t.Fatalf("%s: Validate(%s) = %v; ValidateStructured says %v", name, doc, got, want)
 	}
@@ -147,10 +149,10 @@ func agree(t *testing.T, name string, v *StructuredValidator, resolved *jsonsche
 // results and texts generated from each schema.
 func FuzzStructuredValidator(f *testing.F) {
 	names, schemas, results := outputSchemas(f)
-	validators := make([]*StructuredValidator, len(names))
+	validators := make([]*Validator, len(names))
 	rng := rand.New(rand.NewPCG(18, 6))
 	for i, name := range names {
-		validators[i] = NewStructuredValidator(schemas[name])
+		validators[i] = New(schemas[name])
 		for _, result := range results[name] {
 			f.Add(uint8(i), []byte(result))
 		}

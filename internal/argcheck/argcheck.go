@@ -1,4 +1,8 @@
-package sdk
+// Package argcheck checks a tool call's JSON arguments against the tool's
+// resolved parameters schema, and words what is wrong in the model's
+// terms. The sdk checks the calls of its tools with it, and the host the
+// calls of tools whose plugins do not.
+package argcheck
 
 import (
 	"encoding/json"
@@ -12,6 +16,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
@@ -20,14 +26,15 @@ import (
 // decoder's internals ("Go struct field", "<invalid reflect.Value>",
 // "300/1") reaches the model, and nothing the model sent is echoed back
 // unbounded: a name or value is quoted up to toolcall.MaxQuoted bytes and
-// a whole message up to maxArgumentError.
+// a whole message up to MaxError.
 
-// maxArgumentError bounds the text of an argument-check error.
-const maxArgumentError = 1 << 10
+// MaxError bounds the text of an argument-check error.
+const MaxError = 1 << 10
 
-// argumentError is the error of a failed argument check.
-func argumentError(format string, args ...any) error {
-	return errors.New(toolcall.Bound("invalid arguments: "+fmt.Sprintf(format, args...), maxArgumentError))
+// Errorf is the error of a failed argument check: "invalid arguments: "
+// and the message, bounded.
+func Errorf(format string, args ...any) error {
+	return errors.New(toolcall.Bound("invalid arguments: "+fmt.Sprintf(format, args...), MaxError))
 }
 
 // syntaxError explains JSON that could not be decoded into a generic
@@ -40,25 +47,25 @@ func syntaxError(args json.RawMessage, err error) error {
 			for name, raw := range fields {
 				var v any
 				if json.Unmarshal(raw, &v) != nil {
-					return argumentError("%s: the number %s is out of range", argName(name), boundedValue(string(raw)))
+					return Errorf("%s: the number %s is out of range", argName(name), boundedValue(string(raw)))
 				}
 			}
 		}
-		return argumentError("a number is out of range: %s", boundedValue(strings.TrimPrefix(te.Value, "number ")))
+		return Errorf("a number is out of range: %s", boundedValue(strings.TrimPrefix(te.Value, "number ")))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return argumentError("not valid JSON: %s", se.Error())
+		return Errorf("not valid JSON: %s", se.Error())
 	}
-	return argumentError("not valid JSON: %v", err)
+	return Errorf("not valid JSON: %v", err)
 }
 
-// decodeError explains why validated arguments did not decode into a
+// DecodeError explains why validated arguments did not decode into a
 // typed tool's input: a number out of the Go field's range, say.
-func decodeError(err error) error {
+func DecodeError(err error) error {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
-		return argumentError("%v", err)
+		return Errorf("%v", err)
 	}
 	field := "an argument"
 	if te.Field != "" {
@@ -70,7 +77,7 @@ func decodeError(err error) error {
 	} else {
 		got = withArticle(got)
 	}
-	return argumentError("%s: must be %s, not %s", field, goKind(te.Type), got)
+	return Errorf("%s: must be %s, not %s", field, goKind(te.Type), got)
 }
 
 // goKind says in JSON's terms what a Go type accepts.
@@ -134,12 +141,12 @@ func boundedValue(s string) string {
 	return toolcall.Quote(s)
 }
 
-// tidyValidationError turns a JSON Schema validation error into the
+// TidyValidationError turns a JSON Schema validation error into the
 // argument check's words. The schema walk becomes the argument's name
 // ("validating root: validating /properties/path: type: ..." becomes
 // "path: type: ..."; a nested one "n.a", an item "l[]"), and what
 // the validator prints from Go's side is said as JSON says it.
-func tidyValidationError(err error) string {
+func TidyValidationError(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "validating root: ")
 	var path []string
 	for {
@@ -264,4 +271,49 @@ func requote(list string) string {
 		}
 	}
 	return "[" + strings.Join(names, " ") + "]"
+}
+
+// Check checks JSON arguments against a resolved schema, exactly as the
+// schema says: unlike a tool of sdk.NewTool, it does not take a null
+// optional property for an absent one. Its error starts with "invalid
+// arguments: ".
+func Check(schema *jsonschema.Resolved, args json.RawMessage) error {
+	if err := toolcall.CheckUnicode(args); err != nil {
+		return err
+	}
+	_, err := Validate(schema, args)
+	return err
+}
+
+// Validate is Check on arguments of valid Unicode, returning the decoded
+// arguments.
+func Validate(schema *jsonschema.Resolved, args json.RawMessage) (any, error) {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return nil, syntaxError(args, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, Errorf("expected a JSON object, got %s", JSONKind(v))
+	}
+	if err := schema.Validate(v); err != nil {
+		return nil, Errorf("%s", TidyValidationError(err))
+	}
+	return v, nil
+}
+
+// JSONKind names the kind of a decoded JSON value: "an array", "null"...
+func JSONKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
 }

@@ -1,4 +1,4 @@
-package sdk
+package structcheck
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agenthost/agenthost/sdk"
 )
 
 // A structured case is a built-in tool's output schema and one of its
@@ -72,7 +74,7 @@ func resolveSchema(tb testing.TB, raw json.RawMessage) *jsonschema.Resolved {
 // search_files'.
 func BenchmarkValidateStructured(b *testing.B) {
 	for _, c := range structuredCases(b) {
-		v := NewStructuredValidator(resolveSchema(b, c.schema))
+		v := New(resolveSchema(b, c.schema))
 		benchmarkStructured(b, c, v.Validate)
 	}
 }
@@ -83,7 +85,7 @@ func BenchmarkValidateStructured(b *testing.B) {
 func BenchmarkValidateStructuredGeneral(b *testing.B) {
 	for _, c := range structuredCases(b) {
 		resolved := resolveSchema(b, c.schema)
-		benchmarkStructured(b, c, func(structured json.RawMessage) error { return ValidateStructured(resolved, structured) })
+		benchmarkStructured(b, c, func(structured json.RawMessage) error { return sdk.ValidateStructured(resolved, structured) })
 	}
 }
 

@@ -1,4 +1,8 @@
-package sdk
+// Package structcheck checks the structured results of tool calls
+// against their output schemas, as sdk.ValidateStructured does, at a
+// fraction of its cost: the host checks every structured result of every
+// call.
+package structcheck
 
 import (
 	"encoding/json"
@@ -10,10 +14,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agenthost/agenthost/sdk"
 )
 
-// A StructuredValidator checks structured results against one output
-// schema, as ValidateStructured does, at a fraction of its cost: the
+// A Validator checks structured results against one output
+// schema, as sdk.ValidateStructured does, at a fraction of its cost: the
 // host checks every structured result of every call.
 //
 // It compiles the schema once. A schema made only of what output
@@ -21,31 +27,31 @@ import (
 // additionalProperties, items, minimum, maximum, and annotations such
 // as description) is compiled to a shape that the JSON text is checked
 // against directly, as it is read, without decoding it. A result the
-// shape accepts is one that ValidateStructured accepts; for any other
+// shape accepts is one that sdk.ValidateStructured accepts; for any other
 // (one that does not conform, or that the shape cannot judge: a key
 // written with escapes, a number encoding/json cannot hold, a nesting
-// deeper than maxShapeDepth) ValidateStructured decides and gives its
+// deeper than maxShapeDepth) sdk.ValidateStructured decides and gives its
 // error. A schema with any other keyword is always left to
-// ValidateStructured. So the answers, errors included, are exactly
-// ValidateStructured's.
-type StructuredValidator struct {
+// sdk.ValidateStructured. So the answers, errors included, are exactly
+// sdk.ValidateStructured's.
+type Validator struct {
 	resolved *jsonschema.Resolved
-	shape    *shape // nil: every result is ValidateStructured's
+	shape    *shape // nil: every result is sdk.ValidateStructured's
 }
 
-// NewStructuredValidator returns the validator of a resolved output
+// New returns the validator of a resolved output
 // schema.
-func NewStructuredValidator(resolved *jsonschema.Resolved) *StructuredValidator {
-	return &StructuredValidator{resolved: resolved, shape: compileShape(resolved.Schema())}
+func New(resolved *jsonschema.Resolved) *Validator {
+	return &Validator{resolved: resolved, shape: compileShape(resolved.Schema())}
 }
 
 // Validate checks a structured result: it must be a JSON object that
-// conforms to the schema. It returns what ValidateStructured returns.
-func (v *StructuredValidator) Validate(structured json.RawMessage) error {
+// conforms to the schema. It returns what sdk.ValidateStructured returns.
+func (v *Validator) Validate(structured json.RawMessage) error {
 	if v.shape != nil && v.shape.accepts(structured) {
 		return nil
 	}
-	return ValidateStructured(v.resolved, structured)
+	return sdk.ValidateStructured(v.resolved, structured)
 }
 
 // kinds is a set of JSON types, as JSON Schema's "type" names them; an
@@ -106,7 +112,7 @@ var anything = func() *shape {
 }()
 
 // maxShapeDepth bounds the nesting of a result that a shape judges:
-// deeper results are left to ValidateStructured (encoding/json refuses
+// deeper results are left to sdk.ValidateStructured (encoding/json refuses
 // nesting deeper than 10000).
 const maxShapeDepth = 1000
 
@@ -204,7 +210,7 @@ func (sh *shape) accepts(data []byte) bool {
 
 // A reader checks a JSON text against shapes as it reads it. Each of
 // its methods reports false when the text is not JSON, or does not
-// conform, or holds what the shapes leave to ValidateStructured.
+// conform, or holds what the shapes leave to sdk.ValidateStructured.
 type reader struct {
 	data  []byte
 	pos   int
