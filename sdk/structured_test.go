@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
@@ -164,7 +165,7 @@ func TestNewStructuredToolResults(t *testing.T) {
 
 func resolveOutput(t *testing.T, st StructuredTool) *jsonschema.Resolved {
 	t.Helper()
-	return resolveSchema(t, st.OutputSchema())
+	return plugintest.ResolveSchema(t, st.OutputSchema())
 }
 
 // selfEncoded is a structured result that encodes itself.
@@ -253,17 +254,4 @@ func TestNewStructuredToolPanics(t *testing.T) {
 			f()
 		})
 	}
-}
-
-func resolveSchema(tb testing.TB, raw json.RawMessage) *jsonschema.Resolved {
-	tb.Helper()
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		tb.Fatal(err)
-	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return resolved
 }

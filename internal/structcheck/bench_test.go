@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -54,18 +53,6 @@ func readTestdata(tb testing.TB, path string) json.RawMessage {
 }
 
 // resolveSchema resolves raw, an output schema.
-func resolveSchema(tb testing.TB, raw json.RawMessage) *jsonschema.Resolved {
-	tb.Helper()
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		tb.Fatal(err)
-	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return resolved
-}
 
 // BenchmarkValidateStructured measures the host's check of a structured
 // result against its tool's output schema (StructuredValidator), on the
@@ -74,7 +61,7 @@ func resolveSchema(tb testing.TB, raw json.RawMessage) *jsonschema.Resolved {
 // search_files'.
 func BenchmarkValidateStructured(b *testing.B) {
 	for _, c := range structuredCases(b) {
-		v := New(resolveSchema(b, c.schema))
+		v := New(plugintest.ResolveSchema(b, c.schema))
 		benchmarkStructured(b, c, v.Validate)
 	}
 }
@@ -84,7 +71,7 @@ func BenchmarkValidateStructured(b *testing.B) {
 // judge to, on the same results.
 func BenchmarkValidateStructuredGeneral(b *testing.B) {
 	for _, c := range structuredCases(b) {
-		resolved := resolveSchema(b, c.schema)
+		resolved := plugintest.ResolveSchema(b, c.schema)
 		benchmarkStructured(b, c, func(structured json.RawMessage) error { return sdk.ValidateStructured(resolved, structured) })
 	}
 }

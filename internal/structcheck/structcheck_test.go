@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -50,12 +51,12 @@ func outputSchemas(tb testing.TB) (names []string, schemas map[string]*jsonschem
 	for _, c := range structuredCases(tb) {
 		tool, _, _ := strings.Cut(c.name, "/")
 		if schemas[tool] == nil {
-			schemas[tool] = resolveSchema(tb, c.schema)
+			schemas[tool] = plugintest.ResolveSchema(tb, c.schema)
 		}
 		results[tool] = append(results[tool], c.result)
 	}
 	for name, raw := range extraOutputSchemas {
-		schemas[name] = resolveSchema(tb, json.RawMessage(raw))
+		schemas[name] = plugintest.ResolveSchema(tb, json.RawMessage(raw))
 	}
 	for name := range schemas {
 		names = append(names, name)
@@ -123,7 +124,7 @@ func TestStructuredValidatorAgrees(t *testing.T) {
 // what the other does.
 func TestStructuredValidatorDeep(t *testing.T) {
 	t.Parallel()
-	resolved := resolveSchema(t, json.RawMessage(extraOutputSchemas["open"]))
+	resolved := plugintest.ResolveSchema(t, json.RawMessage(extraOutputSchemas["open"]))
 	v := New(resolved)
 	for _, depth := range []int{maxShapeDepth - 2, maxShapeDepth + 1, 10001} {
 		doc := `{"v":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + "}"
