@@ -13,6 +13,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/mcpserve"
 	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
@@ -169,4 +171,43 @@ func plus(n []int) string {
 		s[i] = fmt.Sprintf("+%d", v)
 	}
 	return strings.Join(s, " / ")
+}
+
+// newTestRegistry is the registry agenthost builds from the plugins in
+// dir, with root as the workspace and the named tools enabled.
+func newTestRegistry(t *testing.T, dir, root string, enable ...string) *host.ToolRegistry {
+	t.Helper()
+	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, &host.Options{Roots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	for _, name := range enable {
+		if err := reg.Enable(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+// connectInMemory serves reg in-process and returns a client session to
+// it. Every message the client reads is also written to wire.
+func connectInMemory(t *testing.T, reg *host.ToolRegistry, wire io.Writer) *mcp.ClientSession {
+	t.Helper()
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := mcpserve.New(reg, nil).Connect(t.Context(), serverT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	var ct mcp.Transport = clientT
+	if wire != nil {
+		ct = &mcp.LoggingTransport{Transport: clientT, Writer: wire}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }

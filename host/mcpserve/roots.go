@@ -1,4 +1,4 @@
-package main
+package mcpserve
 
 import (
 	"context"
@@ -17,21 +17,6 @@ import (
 
 // rootsListTimeout bounds a roots/list request to a client.
 const rootsListTimeout = 5 * time.Second
-
-// mcpRootsDetails is what agenthost mcp --help says of the client's roots.
-const mcpRootsDetails = `Workspace roots from the client: a client that declares the MCP roots
-capability is asked for its roots (roots/list) before its session's first
-tools/call, and again after each notifications/roots/list_changed. Its
-file:// roots narrow the --root directories for that session's calls; they
-never widen them. A client root inside a --root is used as it is (its
-symbolic links resolved); one that contains --root directories narrows to
-them; one outside them all, or not a local file:// URI, is refused, with a
-warning on stderr. When none is left, a tool that touches files answers an
-error naming both; a tool that touches none (save_session_context) works.
-A client that lists no roots, or does not answer within 5s, leaves the
---root directories in force. Sessions that cannot answer the server's
-requests (--stateless, protocol 2026-07-28 and later) keep the --root
-directories.`
 
 // clientRoots asks the clients of an MCP server for their roots, and
 // narrows the workspace roots of each session's tool calls to them
@@ -193,18 +178,28 @@ func offersRoots(ss *mcp.ServerSession) bool {
 // cannot answer a request of the server's.
 type noServerRequests struct{}
 
-// markStateless is the HTTP transport's middleware that marks the
-// requests of sessions that cannot answer the server's requests: each
-// request of a stateless session (every one with --stateless, and those
-// without a session ID) is a session of its own, over when the request
-// is, so the client's answer would reach no one.
+// markStateless is the middleware that marks the requests of the HTTP
+// transport's sessions that cannot answer the server's requests: each
+// request of a stateless session (every one with Options.Stateless, and
+// those without a session ID) is a session of its own, over when the
+// request is, so the client's answer would reach no one. A request of
+// the HTTP transport is one that carries its HTTP header; those of other
+// transports (stdio, in memory), whose sessions have no ID either, are
+// left alone.
 func markStateless(stateless bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && (stateless || ss.ID() == "") {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && overHTTP(req) && (stateless || ss.ID() == "") {
 				ctx = context.WithValue(ctx, noServerRequests{}, true)
 			}
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// overHTTP reports whether req came over the streamable HTTP transport,
+// which hands every request its HTTP header.
+func overHTTP(req mcp.Request) bool {
+	extra := req.GetExtra()
+	return extra != nil && extra.Header != nil
 }

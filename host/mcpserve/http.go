@@ -1,4 +1,4 @@
-package main
+package mcpserve
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -23,12 +22,6 @@ import (
 	"golang.org/x/net/netutil"
 )
 
-// The defaults of --max-sessions and --session-idle.
-const (
-	defaultMaxSessions = 1000
-	defaultSessionIdle = 10 * time.Minute
-)
-
 // JSON-RPC error codes agenthost answers over HTTP besides the standard
 // ones of the jsonrpc package.
 const (
@@ -36,60 +29,16 @@ const (
 	// open session (HTTP 404), as the TypeScript SDK does.
 	codeSessionNotFound = -32001
 	// codeSessionLimit answers a new session, or a request without one,
-	// over --max-sessions, or while the server shuts down (HTTP 503).
+	// over Options.MaxSessions, or while the server shuts down (HTTP 503).
 	codeSessionLimit = -32000
 )
 
-// retryAfter is what a client refused for the limit of --max-sessions is
-// told to wait, in seconds.
+// retryAfter is what a client refused for the limit of
+// Options.MaxSessions is told to wait, in seconds.
 const retryAfter = "30"
 
 // sessionIDHeader is the streamable HTTP transport's session header.
 const sessionIDHeader = "Mcp-Session-Id"
-
-// originList is the repeatable --allow-origin flag.
-type originList []string
-
-func (l *originList) String() string { return strings.Join(*l, ",") }
-
-func (l *originList) Set(s string) error {
-	if s != "*" {
-		o, ok := normalOrigin(s)
-		if !ok {
-			return fmt.Errorf("%q is not an origin (scheme://host[:port], or *)", s)
-		}
-		s = o
-	}
-	*l = append(*l, s)
-	return nil
-}
-
-// checkHTTP validates the flags of the HTTP transport.
-func (f *mcpFlags) checkHTTP() error {
-	if f.http == "" {
-		switch {
-		case f.stateless:
-			return usagef("mcp: --stateless needs --http")
-		case len(f.allowOrigins) > 0:
-			return usagef("mcp: --allow-origin needs --http")
-		case f.maxSessions != defaultMaxSessions:
-			return usagef("mcp: --max-sessions needs --http")
-		case f.sessionIdle != defaultSessionIdle:
-			return usagef("mcp: --session-idle needs --http")
-		}
-		return nil
-	}
-	if f.stateless && f.sessionIdle != defaultSessionIdle {
-		return usagef("mcp: --session-idle with --stateless: a stateless server keeps no sessions")
-	}
-	if f.maxSessions < 1 {
-		return usagef("mcp: --max-sessions %d: must be at least 1", f.maxSessions)
-	}
-	if f.sessionIdle <= 0 {
-		return usagef("mcp: --session-idle %s: must be positive", f.sessionIdle)
-	}
-	return nil
-}
 
 // shutdownTimeout bounds the shutdown of the HTTP server, once the calls
 // in flight are done or canceled (drainTimeout).
@@ -104,9 +53,31 @@ const (
 	idleConnTimeout = 2 * time.Minute
 )
 
-// serveHTTP serves the streamable HTTP transport at /mcp (and /) until ctx
-// is canceled. It prints the URL to stderr once it listens. Zero
-// maxSessions and sessionIdle in f take the defaults.
+// Handler returns the server's streamable HTTP transport, at whatever
+// path it is given: the Origin check, the bearer token
+// (Options.Token), the cap of sessions and requests
+// (Options.MaxSessions), sessions closed when idle (Options.SessionIdle)
+// or none kept (Options.Stateless), JSON-RPC error bodies around the
+// SDK's handlers, at most 32 messages in a JSON-RPC batch, and 10 s for a
+// request's body to arrive. Every call of Handler returns the same
+// handler.
+//
+// The server's own origins, which pass the Origin check beside
+// Options.AllowOrigins, are those of the address each request's
+// connection reached (http:// with its host and port, and the loopback
+// names of a loopback host).
+//
+// The handler leaves the listener to its [http.Server]: [Server.Serve]
+// adds timeouts for a request's header and a cap of the connections.
+// Shut the server down with [Server.Shutdown], then the http.Server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves the streamable HTTP transport on ln, at /mcp (and /), as
+// agenthost mcp --http does, until ctx is canceled or the server is shut
+// down, and returns nil then; it returns the listener's error if it
+// fails first. What it serves there is what [Server.Handler] serves,
+// except that the server's own origins are those of ln's address (every
+// interface's address for an unspecified host, 0.0.0.0 or [::]).
 //
 // Once ctx is canceled: no new session, request without one or call is
 // taken; the calls in flight get drainTimeout to finish, and are
@@ -118,47 +89,39 @@ const (
 // ctx's: a request ends as its call returns or its session closes, with
 // what the SDK writes then.
 //
-// Bounds (see mcplimits.go): a request's header and body have 10 s each
+// Bounds (see limits.go): a request's header and body have 10 s each
 // to arrive, a JSON-RPC batch holds at most maxBatch messages, a session
 // at most maxCallsPerSession calls in flight, and the server takes at
-// most 4 x --max-sessions + 16 connections at once (more wait to be
+// most 4 x Options.MaxSessions + 16 connections at once (more wait to be
 // accepted).
-func serveHTTP(ctx context.Context, server *mcp.Server, readOnly func(string) bool, f *mcpFlags, stderr io.Writer) error {
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	handler, rpc := newHTTPHandler(server, f, ln.Addr())
-	// The SDK runs a session's calls with contexts of their own, and
-	// closes a session only once its calls have returned: the gate ends
-	// them. A stateless session's client is never asked for its roots.
-	gate := newCallGate(maxCallsPerSession, readOnly)
-	rpc.gate = gate
-	server.AddReceivingMiddleware(gate.middleware(), markStateless(f.stateless))
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.rpc)
+	mux.Handle("/{$}", s.rpc)
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           checkOrigin(ownOrigins(ln.Addr()), s.opts.AllowOrigins, requireToken(s.opts.Token, mux)),
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       idleConnTimeout,
 	}
-	fmt.Fprintf(stderr, "listening on http://%s/mcp\n", ln.Addr())
 
 	// Connections beyond the limit wait in the kernel's queue, costing
 	// the process nothing, until one closes.
-	maxConns := 4*rpc.max + 16
+	maxConns := 4*s.rpc.max + 16
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(netutil.LimitListener(ln, maxConns)) }()
 	select {
 	case err := <-served:
-		return fmt.Errorf("mcp: %w", err)
+		return err
 	case <-ctx.Done():
+		// No new session or request without one; the calls in flight
+		// finish, within drainTimeout, and are answered as they ended.
+		s.drain(context.Background(), context.Cause(ctx))
+	case <-s.quit:
+		<-s.drained
 	}
-	// No new session or request without one; the calls in flight finish,
-	// within drainTimeout, and are answered as they ended.
-	rpc.stopTaking()
-	gate.drain(drainTimeout, context.Cause(ctx))
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	closed := rpc.closeSessions()
+	closed := s.closeSessions()
 	if err := srv.Shutdown(shutdown); err != nil {
 		srv.Close() // which ends the requests left
 	}
@@ -169,23 +132,22 @@ func serveHTTP(ctx context.Context, server *mcp.Server, readOnly func(string) bo
 	return nil
 }
 
-// newHTTPHandler is the whole HTTP side of agenthost mcp --http, for a
-// server listening at addr: the Origin check, the bearer token, the limit
-// of sessions and requests and JSON-RPC error bodies around the SDK's
-// handlers.
+// newRPCHandler is the HTTP side of a server with opts around the SDK's
+// handlers: the limit of sessions and requests and JSON-RPC error
+// bodies. Zero MaxSessions and SessionIdle in opts take the defaults.
 //
 // The SDK serves protocol versions from 2026-07-28 on, which have no
 // sessions, only with a stateless handler, and the older ones with
 // sessions only with a stateful one: each request goes to the handler of
 // its version, so every version the SDK supports is served. With
-// --stateless every request goes to the stateless handler.
-func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) (http.Handler, *rpcHandler) {
-	maxSessions, idle := f.maxSessions, f.sessionIdle
+// Stateless every request goes to the stateless handler.
+func newRPCHandler(server *mcp.Server, opts *Options) *rpcHandler {
+	maxSessions, idle := opts.MaxSessions, opts.SessionIdle
 	if maxSessions == 0 {
-		maxSessions = defaultMaxSessions
+		maxSessions = DefaultMaxSessions
 	}
 	if idle == 0 {
-		idle = defaultSessionIdle
+		idle = DefaultSessionIdle
 	}
 	getServer := func(*http.Request) *mcp.Server { return server }
 	// The SDK refuses a request that reached a loopback address with a
@@ -200,16 +162,13 @@ func newHTTPHandler(server *mcp.Server, f *mcpFlags, addr net.Addr) (http.Handle
 		max:      maxSessions,
 		sessions: map[*mcp.ServerSession]bool{},
 	}
-	if !f.stateless {
+	if !opts.Stateless {
 		h.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			PropagateRequestCancellation: true,
 			SessionTimeout:               idle,
 		})
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.Handle("/{$}", h)
-	return checkOrigin(ownOrigins(addr), f.allowOrigins, requireToken(f.token, mux)), h
+	return h
 }
 
 // requireToken answers 401 to a request without "Authorization: Bearer
@@ -246,7 +205,7 @@ func checkOrigin(own, allowed []string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		o, valid := normalOrigin(values[0])
+		o, valid := NormalOrigin(values[0])
 		if len(values) > 1 || !valid || !ok[o] {
 			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
 			return
@@ -255,10 +214,22 @@ func checkOrigin(own, allowed []string, next http.Handler) http.Handler {
 	})
 }
 
-// normalOrigin returns an origin, scheme://host[:port], lower-cased and
-// without the scheme's default port; ok is false for anything else ("null"
-// included).
-func normalOrigin(s string) (string, bool) {
+// checkLocalOrigin is checkOrigin with the server's own origins those
+// of the address each request's connection reached.
+func checkLocalOrigin(allowed []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var own []string
+		if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			own = ownOrigins(addr)
+		}
+		checkOrigin(own, allowed, next).ServeHTTP(w, r)
+	})
+}
+
+// NormalOrigin returns an origin, scheme://host[:port], lower-cased and
+// without the scheme's default port, as the Origin check compares them;
+// ok is false for anything else ("null" included).
+func NormalOrigin(s string) (origin string, ok bool) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return "", false
@@ -301,7 +272,7 @@ func ownOrigins(addr net.Addr) []string {
 	}
 	var origins []string
 	for _, h := range hosts {
-		if o, ok := normalOrigin("http://" + net.JoinHostPort(h, port)); ok {
+		if o, ok := NormalOrigin("http://" + net.JoinHostPort(h, port)); ok {
 			origins = append(origins, o)
 		}
 	}
@@ -313,14 +284,14 @@ func ownOrigins(addr net.Addr) []string {
 // 2026-07-28 or later to the stateless handler and the rest to the
 // stateful one, refuses a request without a session that is not an
 // initialize, and holds the sessions open plus the requests in flight in
-// the stateless handler to max. Without a stateful handler (--stateless),
+// the stateless handler to max. Without a stateful handler (Stateless),
 // every request goes to the stateless one.
 //
 // The stateless handler serves each request in a session of its own, the
 // SDK's, for as long as the request runs (a subscriptions/listen stream,
 // until it ends): it costs what a session costs while it runs.
 type rpcHandler struct {
-	stateful  http.Handler // nil with --stateless
+	stateful  http.Handler // nil with Stateless
 	stateless http.Handler
 	server    *mcp.Server
 	max       int
@@ -757,8 +728,5 @@ func refusesMethod(msg string) bool {
 	return strings.HasPrefix(msg, "JSON RPC not handled: ") || strings.HasPrefix(msg, "invalid request: missing id for ")
 }
 
-// Interface guards.
-var (
-	_ http.Handler = (*rpcHandler)(nil)
-	_ flag.Value   = (*originList)(nil)
-)
+// Interface guard.
+var _ http.Handler = (*rpcHandler)(nil)

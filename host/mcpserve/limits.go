@@ -1,4 +1,4 @@
-package main
+package mcpserve
 
 import (
 	"context"
@@ -166,9 +166,10 @@ func (g *callGate) idleLocked() {
 }
 
 // drain takes no call from now on, cancels what need not drain, waits
-// for the calls that may change something to finish, for up to timeout,
-// and then cancels those left; cause is the cancellations' cause.
-func (g *callGate) drain(timeout time.Duration, cause error) {
+// for the calls that may change something to finish, for up to timeout
+// or until ctx is done, and then cancels those left; cause is the
+// cancellations' cause.
+func (g *callGate) drain(ctx context.Context, timeout time.Duration, cause error) {
 	g.mu.Lock()
 	g.draining = true
 	g.idleLocked()
@@ -179,6 +180,7 @@ func (g *callGate) drain(timeout time.Duration, cause error) {
 	select {
 	case <-g.idle:
 	case <-t.C:
+	case <-ctx.Done():
 	}
 	g.cancelStop(cause)
 }

@@ -1,4 +1,4 @@
-package main
+package mcpserve
 
 import (
 	"bufio"
@@ -98,7 +98,7 @@ func wantOK(t *testing.T, name string, r httpReply, want string) {
 // older ones in sessions.
 func TestMCPHTTPVersions(t *testing.T) {
 	t.Parallel()
-	u := startHTTPServer(t, &mcpFlags{})
+	u := startHTTPServer(t, nil)
 	checkSDKClient(t, u)
 
 	r := modernSend(t, u, 1, "server/discover", "", "")
@@ -125,11 +125,11 @@ func TestMCPHTTPVersions(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Bad Request: Mcp-Session-Id header is required"}}`+"\n")
 }
 
-// TestMCPHTTPStateless checks --stateless: every version served, no
+// TestMCPHTTPStateless checks Options.Stateless: every version served, no
 // sessions.
 func TestMCPHTTPStateless(t *testing.T) {
 	t.Parallel()
-	u := startHTTPServer(t, &mcpFlags{stateless: true})
+	u := startHTTPServer(t, &Options{Stateless: true})
 	checkSDKClient(t, u)
 
 	r := httpSend(t, http.MethodPost, u, initializeBody)
@@ -144,11 +144,11 @@ func TestMCPHTTPStateless(t *testing.T) {
 }
 
 // TestMCPHTTPStatelessReplicas sends one client's requests to two
-// --stateless servers in turn, as a load balancer would: each answers
+// Stateless servers in turn, as a load balancer would: each answers
 // what the other began.
 func TestMCPHTTPStatelessReplicas(t *testing.T) {
 	t.Parallel()
-	replicas := []string{startHTTPServer(t, &mcpFlags{stateless: true}), startHTTPServer(t, &mcpFlags{stateless: true})}
+	replicas := []string{startHTTPServer(t, &Options{Stateless: true}), startHTTPServer(t, &Options{Stateless: true})}
 	if replicas[0] == replicas[1] {
 		t.Fatal("one replica")
 	}
@@ -304,7 +304,7 @@ func TestMCPHTTPListChanged(t *testing.T) {
 
 	t.Run("stateful", func(t *testing.T) {
 		t.Parallel()
-		s := newTestServer(t, &mcpFlags{})
+		s := newTestServer(t, nil)
 		modern, _ := listen(t, s.url, 5, ask)
 		modern.want(t, "acknowledged", listenAck(5, granted))
 
@@ -336,7 +336,7 @@ func TestMCPHTTPListChanged(t *testing.T) {
 
 	t.Run("stateless", func(t *testing.T) {
 		t.Parallel()
-		s := newTestServer(t, &mcpFlags{stateless: true, maxSessions: 3})
+		s := newTestServer(t, &Options{Stateless: true, MaxSessions: 3})
 		first, _ := listen(t, s.url, 5, ask)
 		first.want(t, "acknowledged", listenAck(5, granted))
 		second, stopSecond := listen(t, s.url, 6, granted)
@@ -351,7 +351,7 @@ func TestMCPHTTPListChanged(t *testing.T) {
 			t.Errorf("tools once echo is disabled: %v", names)
 		}
 
-		// An open listen holds one of --max-sessions' places, until its
+		// An open listen holds one of MaxSessions' places, until its
 		// client closes it.
 		third, _ := listen(t, s.url, 7, granted)
 		third.want(t, "acknowledged", listenAck(7, granted))
@@ -388,7 +388,7 @@ func TestMCPHTTPListChanged(t *testing.T) {
 	// at once.
 	t.Run("nothing asked", func(t *testing.T) {
 		t.Parallel()
-		u := startHTTPServer(t, &mcpFlags{})
+		u := startHTTPServer(t, nil)
 		events, _ := listen(t, u, 5, `{"promptsListChanged":true}`)
 		events.want(t, "acknowledged", listenAck(5, `{}`))
 		events.want(t, "result", listenResult(5))
@@ -399,7 +399,7 @@ func TestMCPHTTPListChanged(t *testing.T) {
 	// it has a handler for the notification.
 	t.Run("SDK client", func(t *testing.T) {
 		t.Parallel()
-		s := newTestServer(t, &mcpFlags{})
+		s := newTestServer(t, nil)
 		changed := make(chan struct{}, 16)
 		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
