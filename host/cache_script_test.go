@@ -33,7 +33,7 @@ func installScript(t *testing.T, dir, tools string) string {
 // loadScript loads the plugins directory dir, whose only plugin is the
 // script, and returns its report and its tools as "NAME DESCRIPTION"
 // lines.
-func loadScript(t *testing.T, dir string, opts host.Options) (host.PluginReport, string) {
+func loadScript(t *testing.T, dir string, opts host.Options) (host.SourceReport, string) {
 	t.Helper()
 	// The sandbox is not under test here, and would not let the script
 	// run a binary outside the system's directories.

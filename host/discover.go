@@ -24,8 +24,9 @@ import (
 // PluginPrefix starts the file name of every plugin binary.
 const PluginPrefix = "agenthost-plugin-"
 
-// PluginReport says what became of one plugin binary at start-up.
-type PluginReport struct {
+// SourceReport says what became of one tool source at start-up: a
+// plugin binary, an attached plugin or an MCP server.
+type SourceReport struct {
 	// Path is the binary's path.
 	Path string
 	// Builtin says the binary is one of the plugins shipped with the host,
@@ -59,6 +60,11 @@ type PluginReport struct {
 	Remote bool
 }
 
+// PluginReport is the former name of SourceReport.
+//
+// Deprecated: use SourceReport.
+type PluginReport = SourceReport
+
 // LoadPlugins registers the tools of every plugin binary in dir — an
 // executable regular file whose name starts with "agenthost-plugin-" —
 // in the order of the binaries' names.
@@ -86,7 +92,7 @@ type PluginReport struct {
 // The error is for a directory that cannot be read at all.
 //
 // The registry owns the plugin processes from then on: Close stops them.
-func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginReport, error) {
+func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceReport, error) {
 	paths, err := findPlugins(dir)
 	if err != nil {
 		return nil, err
@@ -173,7 +179,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]PluginRep
 	}
 	wg.Wait()
 
-	reports := make([]PluginReport, len(paths))
+	reports := make([]SourceReport, len(paths))
 	for i, proc := range procs {
 		reports[i], _ = r.adopt(proc, descs[i], errs[i])
 		reports[i].Cached = cached[i]
@@ -242,8 +248,8 @@ type refusal struct {
 
 // adopt registers the tools of a described plugin, or reports why not,
 // and returns the tools it refused.
-func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) (PluginReport, []refusal) {
-	rep := PluginReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path) && proc.kind.hostStarted(), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
+func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) (SourceReport, []refusal) {
+	rep := SourceReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path) && proc.kind.hostStarted(), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
 	proc.kind.report(&rep)
 	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
 		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
@@ -418,10 +424,10 @@ func findPlugins(dir string) ([]string, error) {
 }
 
 // Plugins reports what became of every plugin binary loaded so far.
-func (r *ToolRegistry) Plugins() []PluginReport {
+func (r *ToolRegistry) Plugins() []SourceReport {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return append([]PluginReport(nil), r.reports...)
+	return append([]SourceReport(nil), r.reports...)
 }
 
 // Close stops every plugin process the registry started, with their

@@ -35,7 +35,7 @@ func logged() (hclog.Logger, *plugintest.Buffer) {
 	return hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}), logs
 }
 
-func reportOf(t *testing.T, reg *host.ToolRegistry, base string) host.PluginReport {
+func reportOf(t *testing.T, reg *host.ToolRegistry, base string) host.SourceReport {
 	t.Helper()
 	for _, r := range reg.Plugins() {
 		if filepath.Base(r.Path) == base {
@@ -43,7 +43,7 @@ func reportOf(t *testing.T, reg *host.ToolRegistry, base string) host.PluginRepo
 		}
 	}
 	t.Fatalf("no report of %s in %+v", base, reg.Plugins())
-	return host.PluginReport{}
+	return host.SourceReport{}
 }
 
 // A third-party plugin whose file name sorts before the built-ins cannot

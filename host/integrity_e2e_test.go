@@ -120,7 +120,7 @@ func TestLockFileRefusesChangedAndUnlistedBinaries(t *testing.T) {
 			if _, err := os.Stat(marker); err == nil {
 				t.Error("the unlisted plugin was executed")
 			}
-			reports := map[string]host.PluginReport{}
+			reports := map[string]host.SourceReport{}
 			for _, r := range reg.Plugins() {
 				reports[filepath.Base(r.Path)] = r
 			}

@@ -36,7 +36,7 @@ type sourceKind interface {
 	// sandbox, and may restart them.
 	hostStarted() bool
 	// report adds what the kind knows to the source's report.
-	report(rep *PluginReport)
+	report(rep *SourceReport)
 	// toolName is the name a tool the source calls name registers under.
 	toolName(name string) string
 	// toolTimeout is the deadline the configuration sets for the
@@ -53,7 +53,7 @@ type pluginKind struct{}
 func (pluginKind) noun() string                            { return "plugin" }
 func (pluginKind) label(p *toolSource) string              { return "plugin " + p.name }
 func (pluginKind) hostStarted() bool                       { return true }
-func (pluginKind) report(*PluginReport)                    {}
+func (pluginKind) report(*SourceReport)                    {}
 func (pluginKind) toolName(name string) string             { return name }
 func (pluginKind) toolTimeout() time.Duration              { return 0 }
 func (pluginKind) launch(p *toolSource) (*instance, error) { return p.launchPlugin() }
@@ -96,7 +96,7 @@ func (k mcpKind) describe(ctx context.Context, p *toolSource) (*toolv1.DescribeR
 	return p.describeMCP(ctx)
 }
 
-func (k mcpKind) report(rep *PluginReport) {
+func (k mcpKind) report(rep *SourceReport) {
 	rep.MCP, rep.Remote = k.server.Name, k.server.transport() != "stdio"
 }
 

@@ -83,7 +83,7 @@ func warmCache(t *testing.T, dir, cacheDir string) {
 	reg.Close()
 }
 
-func onlyReport(t *testing.T, reg *host.ToolRegistry) host.PluginReport {
+func onlyReport(t *testing.T, reg *host.ToolRegistry) host.SourceReport {
 	t.Helper()
 	reps := reg.Plugins()
 	if len(reps) != 1 || reps[0].Err != nil {

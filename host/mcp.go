@@ -27,11 +27,11 @@ import (
 )
 
 // MCPSourcePrefix starts the source name of an MCP server's tools
-// (ToolInfo.Plugin, PluginReport.Path): "mcp:NAME".
+// (ToolInfo.Plugin, SourceReport.Path): "mcp:NAME".
 const MCPSourcePrefix = "mcp:"
 
 // LoadMCPServers registers the tools of each MCP server, in the order
-// given, and reports what became of each (PluginReport.MCP is set).
+// given, and reports what became of each (SourceReport.MCP is set).
 //
 // A server is a tool source like a plugin binary: its description is
 // cached (keyed by its command, arguments, the names of its environment
@@ -46,7 +46,7 @@ const MCPSourcePrefix = "mcp:"
 // A server that cannot be started, or whose tools cannot be listed, is
 // skipped with a warning naming it and the reason; a tool whose name is
 // taken is refused with the registry's duplicate message. The rest load.
-func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) []PluginReport {
+func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) []SourceReport {
 	procs := make([]*toolSource, len(servers))
 	descs := make([]*toolv1.DescribeResponse, len(servers))
 	errs := make([]error, len(servers))
@@ -92,7 +92,7 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 	}
 	wg.Wait()
 
-	reports := make([]PluginReport, len(servers))
+	reports := make([]SourceReport, len(servers))
 	for i, proc := range procs {
 		reports[i], _ = r.adopt(proc, descs[i], errs[i])
 		reports[i].Cached = cached[i]

@@ -90,7 +90,7 @@ func loadMCP(t *testing.T, opts *host.Options, servers ...host.MCPServer) *host.
 	return load(t, t.TempDir(), opts)
 }
 
-func report(t *testing.T, reg *host.ToolRegistry, server string) host.PluginReport {
+func report(t *testing.T, reg *host.ToolRegistry, server string) host.SourceReport {
 	t.Helper()
 	for _, r := range reg.Plugins() {
 		if r.MCP == server {
@@ -98,7 +98,7 @@ func report(t *testing.T, reg *host.ToolRegistry, server string) host.PluginRepo
 		}
 	}
 	t.Fatalf("no report of the MCP server %s in %+v", server, reg.Plugins())
-	return host.PluginReport{}
+	return host.SourceReport{}
 }
 
 func TestMCPEverythingOverStdio(t *testing.T) {

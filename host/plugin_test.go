@@ -308,7 +308,7 @@ func TestDuplicateToolNameAcrossPlugins(t *testing.T) {
 	if got := call(t, reg, "echo", `{"text":"hi"}`); got != "hi" {
 		t.Errorf("echo answered %q: the first registration must win", got)
 	}
-	var dup host.PluginReport
+	var dup host.SourceReport
 	for _, r := range reg.Plugins() {
 		if strings.HasSuffix(r.Path, "zdup") {
 			dup = r

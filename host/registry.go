@@ -142,7 +142,7 @@ type ToolRegistry struct {
 	timeout  time.Duration
 	roots    []string
 	plugins  []*toolSource
-	reports  []PluginReport
+	reports  []SourceReport
 	isClosed bool
 	// chosen are the tools Enable and Disable were called for, by name,
 	// and how: a source's tool that goes and comes back (an MCP server's

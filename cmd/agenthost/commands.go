@@ -169,7 +169,7 @@ func pluginsCommand() *command {
 
 // printSandbox says what the plugin asked for, what it was granted, and
 // whether the kernel enforces it.
-func printSandbox(w io.Writer, r host.PluginReport) {
+func printSandbox(w io.Writer, r host.SourceReport) {
 	s := r.Sandbox
 	fmt.Fprintf(w, "  sandbox: %s\n", s.Status())
 	if len(s.Walls) > 0 {
@@ -229,7 +229,7 @@ func notGranted(asked, granted sdk.Permissions) []string {
 // none could be loaded, and where they were looked for: the answer a
 // model gets stays "Error: tool not found: NAME".
 func noPluginsHint(env *env) {
-	var reports []host.PluginReport
+	var reports []host.SourceReport
 	servers := 0
 	for _, r := range env.registry.Plugins() {
 		if r.Err == nil {

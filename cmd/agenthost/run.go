@@ -359,7 +359,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // hasPlugin reports whether a plugin binary of that name (with or
 // without the prefix) was found.
-func hasPlugin(reports []host.PluginReport, name string) bool {
+func hasPlugin(reports []host.SourceReport, name string) bool {
 	for _, r := range reports {
 		if base := filepath.Base(r.Path); base == name || base == host.PluginPrefix+name {
 			return true
