@@ -13,11 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/wire"
-	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 // NoCache as Options.CacheDir turns the description cache off.
@@ -64,8 +61,9 @@ type cacheEntry struct {
 	ProtocolMinor int    `json:"protocol_minor"`
 	// Deps is the key of what a script's description depends on besides
 	// the script (pluginDeps); "" for a binary.
-	Deps     string          `json:"deps,omitempty"`
-	Describe json.RawMessage `json:"describe"`
+	Deps string `json:"deps,omitempty"`
+	// Description is the source's description (description), as JSON.
+	Description json.RawMessage `json:"description"`
 	// Resolved names the tools whose parameters schema resolved as an
 	// object schema, by the schema checker Checker (schemaChecker).
 	Resolved []string `json:"resolved,omitempty"`
@@ -94,11 +92,11 @@ var schemaChecker = sync.OnceValue(func() string {
 // checkedSchemas returns the names of desc's tools whose parameters
 // schema resolves as an object schema: what the registry checks of each
 // when it registers it.
-func checkedSchemas(desc *toolv1.DescribeResponse) []string {
+func checkedSchemas(desc *description) []string {
 	var names []string
-	for _, spec := range desc.GetTools() {
-		if _, err := resolveParameters(spec.GetParametersSchema()); err == nil {
-			names = append(names, spec.GetName())
+	for _, spec := range desc.Tools {
+		if _, err := resolveParameters(spec.Parameters); err == nil {
+			names = append(names, spec.Name)
 		}
 	}
 	return names
@@ -276,7 +274,7 @@ func (c *descCache) file(abs string) string {
 // lookup returns the cached description of the binary at path, whose
 // dependencies' key is deps (pluginDeps), or nil, and the names of its
 // tools whose parameters schema resolves.
-func (c *descCache) lookup(path, deps string) (*toolv1.DescribeResponse, map[string]bool) {
+func (c *descCache) lookup(path, deps string) (*description, map[string]bool) {
 	if c == nil || c.dir == "" {
 		return nil, nil
 	}
@@ -303,8 +301,8 @@ func (c *descCache) lookup(path, deps string) (*toolv1.DescribeResponse, map[str
 		// The same content under a new stat: refresh the entry.
 		wst, refresh = st, true
 	}
-	desc := &toolv1.DescribeResponse{}
-	if protojson.Unmarshal(e.Describe, desc) != nil {
+	desc := &description{}
+	if len(e.Description) == 0 || json.Unmarshal(e.Description, desc) != nil {
 		return nil, nil
 	}
 	if e.Checker != schemaChecker() {
@@ -314,7 +312,7 @@ func (c *descCache) lookup(path, deps string) (*toolv1.DescribeResponse, map[str
 		e.Resolved, e.Checker, refresh = checkedSchemas(desc), schemaChecker(), true
 	}
 	if refresh {
-		c.write(wst, e.SHA256, e.Deps, e.Describe, e.Resolved, e.Checker)
+		c.write(wst, e.SHA256, e.Deps, e.Description, e.Resolved, e.Checker)
 	}
 	return desc, nameSet(e.Resolved)
 }
@@ -333,7 +331,7 @@ func nameSet(names []string) map[string]bool {
 // asked, so that a change made meanwhile is seen next time), and the
 // names of its tools whose parameters schema resolved (checkedSchemas).
 // Failures only cost a launch next time, so they are not reported.
-func (c *descCache) store(path, deps string, desc *toolv1.DescribeResponse, resolved []string) {
+func (c *descCache) store(path, deps string, desc *description, resolved []string) {
 	if c == nil || c.dir == "" || desc == nil {
 		return
 	}
@@ -345,7 +343,7 @@ func (c *descCache) store(path, deps string, desc *toolv1.DescribeResponse, reso
 	if err != nil {
 		return
 	}
-	raw, err := protojson.Marshal(desc)
+	raw, err := json.Marshal(desc)
 	if err != nil {
 		return
 	}
@@ -354,12 +352,12 @@ func (c *descCache) store(path, deps string, desc *toolv1.DescribeResponse, reso
 	c.write(st, sum, deps, raw, resolved, schemaChecker())
 }
 
-func (c *descCache) write(st binaryStat, sum, deps string, describe json.RawMessage, resolved []string, checker string) {
+func (c *descCache) write(st binaryStat, sum, deps string, desc json.RawMessage, resolved []string, checker string) {
 	data, err := json.Marshal(cacheEntry{
 		Path: st.path, Size: st.size, ModTime: st.mtime, ChangeTime: st.ctime,
 		Inode: st.inode, Device: st.device, SHA256: sum, Deps: deps,
 		Protocol: wire.ProtocolVersion, ProtocolMinor: wire.ProtocolMinor,
-		Describe: describe, Resolved: resolved, Checker: checker,
+		Description: desc, Resolved: resolved, Checker: checker,
 	})
 	if err != nil {
 		return
@@ -370,7 +368,7 @@ func (c *descCache) write(st binaryStat, sum, deps string, describe json.RawMess
 // lookupID returns the cached description of the source whose identity
 // is id (an MCP server's, see MCPServer.identity), or nil. id already
 // holds what stat says of the server's files, so nothing is hashed.
-func (c *descCache) lookupID(id string) *toolv1.DescribeResponse {
+func (c *descCache) lookupID(id string) *description {
 	if c == nil || c.dir == "" || id == "" {
 		return nil
 	}
@@ -383,19 +381,19 @@ func (c *descCache) lookupID(id string) *toolv1.DescribeResponse {
 		e.Protocol != wire.ProtocolVersion || e.ProtocolMinor != wire.ProtocolMinor {
 		return nil
 	}
-	desc := &toolv1.DescribeResponse{}
-	if protojson.Unmarshal(e.Describe, desc) != nil {
+	desc := &description{}
+	if len(e.Description) == 0 || json.Unmarshal(e.Description, desc) != nil {
 		return nil
 	}
 	return desc
 }
 
 // storeID records the description of the source whose identity is id.
-func (c *descCache) storeID(id string, desc *toolv1.DescribeResponse) {
+func (c *descCache) storeID(id string, desc *description) {
 	if c == nil || c.dir == "" || id == "" || desc == nil {
 		return
 	}
-	raw, err := protojson.Marshal(desc)
+	raw, err := json.Marshal(desc)
 	if err != nil {
 		return
 	}

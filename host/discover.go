@@ -12,13 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/agenthost/agenthost/internal/fromproto"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/toolcall"
 	"github.com/agenthost/agenthost/sdk"
-	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 // PluginPrefix starts the file name of every plugin binary.
@@ -114,7 +110,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceRep
 		shared = nil
 	}
 	procs := make([]*toolSource, len(paths))
-	descs := make([]*toolv1.DescribeResponse, len(paths))
+	descs := make([]*description, len(paths))
 	errs := make([]error, len(paths))
 	cached := make([]bool, len(paths))
 	launched := make([]bool, len(paths))
@@ -136,7 +132,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceRep
 		// a script depends on is keyed before it runs, so that a change
 		// made while it describes itself is seen next time.
 		deps, uncached := r.cache.deps(path)
-		var fresh *toolv1.DescribeResponse
+		var fresh *description
 		var resolved map[string]bool
 		if uncached == nil {
 			fresh, resolved = r.cache.lookup(path, deps)
@@ -146,7 +142,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceRep
 		if fresh != nil {
 			// What it declared decides the sandbox of every launch,
 			// the eager one included.
-			procs[i].declared(fromproto.Permissions(fresh.GetPermissions()))
+			procs[i].declared(fresh.Permissions)
 			procs[i].resolved = resolved
 		}
 		if fresh != nil && !r.eager {
@@ -160,7 +156,7 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceRep
 			dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
 			defer cancel()
 			descs[i], errs[i] = procs[i].describe(dctx)
-			if errs[i] != nil || fresh != nil && proto.Equal(descs[i], fresh) {
+			if errs[i] != nil || fresh != nil && descs[i].same(fresh) {
 				// Eager, and the cache entry says what the plugin does.
 				return
 			}
@@ -248,14 +244,15 @@ type refusal struct {
 
 // adopt registers the tools of a described plugin, or reports why not,
 // and returns the tools it refused.
-func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, err error) (SourceReport, []refusal) {
+func (r *ToolRegistry) adopt(proc *toolSource, desc *description, err error) (SourceReport, []refusal) {
 	rep := SourceReport{Path: proc.path, Name: proc.name, Builtin: isBuiltin(proc.path) && proc.kind.hostStarted(), Sandbox: SandboxReport{Mode: r.sandbox.mode}}
 	proc.kind.report(&rep)
-	if err == nil && len(desc.GetTools()) > MaxToolsPerPlugin {
-		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.GetTools()), MaxToolsPerPlugin)
+	if err == nil && len(desc.Tools) > MaxToolsPerPlugin {
+		err = fmt.Errorf("it declares %d tools, more than the %d a plugin may serve", len(desc.Tools), MaxToolsPerPlugin)
 	}
-	asked := fromproto.Permissions(desc.GetPermissions())
+	var asked sdk.Permissions
 	if err == nil {
+		asked = desc.Permissions
 		if perr := asked.Validate(); perr != nil {
 			err = fmt.Errorf("it declares invalid permissions: %w", perr)
 		}
@@ -266,11 +263,11 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 		r.logger.Warn("skipping "+proc.kind.noun(), "path", proc.path, "reason", err)
 		return rep, nil
 	}
-	if desc.GetPluginName() != "" {
-		rep.Name = toolcall.Bound(desc.GetPluginName(), maxPluginLabel)
+	if desc.PluginName != "" {
+		rep.Name = toolcall.Bound(desc.PluginName, maxPluginLabel)
 	}
-	rep.Version = toolcall.Bound(desc.GetPluginVersion(), maxPluginLabel)
-	rep.ProtocolMinor = desc.GetProtocolMinor()
+	rep.Version = toolcall.Bound(desc.PluginVersion, maxPluginLabel)
+	rep.ProtocolMinor = desc.ProtocolMinor
 	proc.declared(asked)
 	if !proc.kind.hostStarted() {
 		rep.Sandbox = SandboxReport{Asked: asked, Mode: r.sandbox.mode,
@@ -279,7 +276,7 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 		rep.Sandbox = r.sandbox.report(proc.path, asked, proc.grant)
 	}
 	var refused []refusal
-	for _, spec := range desc.GetTools() {
+	for _, spec := range desc.Tools {
 		tool, err := r.sourceTool(proc, spec)
 		if err == nil {
 			err = r.Register(tool)
@@ -289,12 +286,12 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *toolv1.DescribeResponse, er
 		}
 		if err != nil {
 			rep.Refused = append(rep.Refused, err.Error())
-			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.GetName(), "reason", err)
+			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.Name, "reason", err)
 			reason := err
 			if lim, ok := errors.AsType[*limitError](err); ok {
 				reason = lim.reason
 			}
-			refused = append(refused, refusal{tool: textsafe.Name(spec.GetName()), reason: reason})
+			refused = append(refused, refusal{tool: textsafe.Name(spec.Name), reason: reason})
 			continue
 		}
 		rep.Tools = append(rep.Tools, tool.Name())
@@ -342,26 +339,26 @@ const (
 
 // sourceTool checks what a plugin declares of one tool against the
 // limits, and returns its client side.
-func (r *ToolRegistry) sourceTool(proc *toolSource, spec *toolv1.ToolSpec) (*sourceTool, error) {
-	name := proc.kind.toolName(spec.GetName())
+func (r *ToolRegistry) sourceTool(proc *toolSource, spec toolSpec) (*sourceTool, error) {
+	name := proc.kind.toolName(spec.Name)
 	if !toolcall.ValidName(name) {
 		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
 	}
-	if n := len(spec.GetParametersSchema()); n > MaxSchemaSize {
+	if n := len(spec.Parameters); n > MaxSchemaSize {
 		return nil, &limitError{name, fmt.Errorf("its parameters schema is %d bytes, more than the %d allowed", n, MaxSchemaSize)}
 	}
-	if n := len(spec.GetDescription()); n > MaxDescriptionSize {
+	if n := len(spec.Description); n > MaxDescriptionSize {
 		return nil, &limitError{name, fmt.Errorf("its description is %d bytes, more than the %d allowed", n, MaxDescriptionSize)}
 	}
 	if err := checkTyped(spec); err != nil {
 		return nil, &limitError{name, err}
 	}
 	t := newSourceTool(proc, name, spec)
-	t.resolved = proc.resolved[spec.GetName()]
+	t.resolved = proc.resolved[spec.Name]
 	if d := proc.kind.toolTimeout(); d > 0 {
 		t.ann.Timeout = d
 	}
-	if declared := time.Duration(spec.GetTimeoutMs()) * time.Millisecond; declared > MaxToolTimeout {
+	if declared := spec.Timeout; declared > MaxToolTimeout {
 		t.ann.Timeout = MaxToolTimeout
 		r.logger.Warn("capping the deadline a tool declares", "path", proc.path, "tool", name, "declared", declared, "cap", MaxToolTimeout)
 	}
@@ -474,22 +471,21 @@ var (
 	_ sdk.StructuredTool = (*sourceTool)(nil)
 )
 
-func newSourceTool(proc *toolSource, name string, spec *toolv1.ToolSpec) *sourceTool {
-	a := spec.GetAnnotations()
+func newSourceTool(proc *toolSource, name string, spec toolSpec) *sourceTool {
 	return &sourceTool{
 		proc:       proc,
-		remote:     spec.GetName(),
-		checksArgs: spec.GetChecksArguments(),
-		title:      spec.GetTitle(),
-		output:     nonEmpty(spec.GetOutputSchema()),
-		schema:     sdk.NewChatTool(name, spec.GetDescription(), json.RawMessage(spec.GetParametersSchema())),
+		remote:     spec.Name,
+		checksArgs: spec.ChecksArguments,
+		title:      spec.Title,
+		output:     spec.Output,
+		schema:     sdk.NewChatTool(name, spec.Description, spec.Parameters),
 		ann: Annotations{
-			ReadOnly:    a.GetReadOnly(),
-			Destructive: a.GetDestructive(),
-			Idempotent:  a.GetIdempotent(),
-			OpenWorld:   a.GetOpenWorld(),
-			OptIn:       spec.GetOptIn(),
-			Timeout:     time.Duration(spec.GetTimeoutMs()) * time.Millisecond,
+			ReadOnly:    spec.ReadOnly,
+			Destructive: spec.Destructive,
+			Idempotent:  spec.Idempotent,
+			OpenWorld:   spec.OpenWorld,
+			OptIn:       spec.OptIn,
+			Timeout:     spec.Timeout,
 		},
 	}
 }

@@ -31,7 +31,7 @@ type sourceKind interface {
 	// result (nil when it has none).
 	call(ctx context.Context, p *toolSource, tool string, args []byte, wantStructured bool) (string, []byte, error)
 	// describe asks the source what it serves.
-	describe(ctx context.Context, p *toolSource) (*toolv1.DescribeResponse, error)
+	describe(ctx context.Context, p *toolSource) (*description, error)
 	// hostStarted: the host starts the source's processes, in its
 	// sandbox, and may restart them.
 	hostStarted() bool
@@ -62,7 +62,7 @@ func (pluginKind) call(ctx context.Context, p *toolSource, tool string, args []b
 	return p.execute(ctx, tool, args, wantStructured)
 }
 
-func (pluginKind) describe(ctx context.Context, p *toolSource) (*toolv1.DescribeResponse, error) {
+func (pluginKind) describe(ctx context.Context, p *toolSource) (*description, error) {
 	return p.describePlugin(ctx)
 }
 
@@ -92,7 +92,7 @@ func (k mcpKind) call(ctx context.Context, p *toolSource, tool string, args []by
 	return p.callMCP(ctx, tool, args)
 }
 
-func (k mcpKind) describe(ctx context.Context, p *toolSource) (*toolv1.DescribeResponse, error) {
+func (k mcpKind) describe(ctx context.Context, p *toolSource) (*description, error) {
 	return p.describeMCP(ctx)
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/agenthost/agenthost/internal/buildinfo"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/sdk"
-	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 // MCPSourcePrefix starts the source name of an MCP server's tools
@@ -48,7 +47,7 @@ const MCPSourcePrefix = "mcp:"
 // taken is refused with the registry's duplicate message. The rest load.
 func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) []SourceReport {
 	procs := make([]*toolSource, len(servers))
-	descs := make([]*toolv1.DescribeResponse, len(servers))
+	descs := make([]*description, len(servers))
 	errs := make([]error, len(servers))
 	cached := make([]bool, len(servers))
 	launched := make([]bool, len(servers))
@@ -438,7 +437,7 @@ func handshakeError(ctx context.Context, err error, timeout time.Duration) error
 }
 
 // describeMCP asks the server for its tools.
-func (p *toolSource) describeMCP(ctx context.Context) (*toolv1.DescribeResponse, error) {
+func (p *toolSource) describeMCP(ctx context.Context) (*description, error) {
 	inst, err := p.instance(ctx)
 	if err != nil {
 		return nil, err
@@ -451,28 +450,26 @@ func (p *toolSource) describeMCP(ctx context.Context) (*toolv1.DescribeResponse,
 	return mcpDescription(inst.mcp, tools), nil
 }
 
-// mcpDescription is an MCP server's list of tools as a plugin's
-// description, which the registry and the cache take.
-func mcpDescription(s *mcpsource.Session, tools []mcpsource.Tool) *toolv1.DescribeResponse {
+// mcpDescription is an MCP server's list of tools as the host reads a
+// source's description.
+func mcpDescription(s *mcpsource.Session, tools []mcpsource.Tool) *description {
 	name, version, _ := s.Server()
-	desc := &toolv1.DescribeResponse{PluginName: name, PluginVersion: version}
+	desc := &description{PluginName: name, PluginVersion: version}
 	for _, t := range tools {
 		text := t.Description
 		if text == "" {
 			text = t.Title
 		}
-		desc.Tools = append(desc.Tools, &toolv1.ToolSpec{
-			Name:             t.Name,
-			Description:      text,
-			ParametersSchema: t.InputSchema,
-			Title:            t.Title,
-			OutputSchema:     t.OutputSchema,
-			Annotations: &toolv1.Annotations{
-				ReadOnly:    t.ReadOnly,
-				Destructive: t.Destructive,
-				Idempotent:  t.Idempotent,
-				OpenWorld:   t.OpenWorld,
-			},
+		desc.Tools = append(desc.Tools, toolSpec{
+			Name:        t.Name,
+			Description: text,
+			Parameters:  nonEmpty(t.InputSchema),
+			Title:       t.Title,
+			Output:      nonEmpty(t.OutputSchema),
+			ReadOnly:    t.ReadOnly,
+			Destructive: t.Destructive,
+			Idempotent:  t.Idempotent,
+			OpenWorld:   t.OpenWorld,
 		})
 	}
 	return desc
@@ -574,10 +571,10 @@ func (r *ToolRegistry) refreshMCP(proc *toolSource) {
 // unless opt-in, or as Enable or Disable last left a tool of its name), a
 // changed one replaced keeping whether it is enabled and its timeout. A
 // new name that is taken is refused as at load.
-func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeResponse) {
+func (r *ToolRegistry) replaceTools(proc *toolSource, desc *description) {
 	want := map[string]*entry{}
 	var order, refused []string
-	for _, spec := range desc.GetTools() {
+	for _, spec := range desc.Tools {
 		t, err := r.sourceTool(proc, spec)
 		var e *entry
 		if err == nil {
@@ -585,7 +582,7 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *toolv1.DescribeRespo
 		}
 		if err != nil {
 			refused = append(refused, err.Error())
-			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.GetName(), "reason", err)
+			r.logger.Warn("refusing tool", "path", proc.path, "tool", spec.Name, "reason", err)
 			continue
 		}
 		if _, dup := want[t.Name()]; !dup {

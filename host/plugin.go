@@ -164,7 +164,7 @@ func (l *goPluginLink) shutdown(inst *instance) {
 }
 
 // describe asks the plugin what it serves.
-func (p *toolSource) describePlugin(ctx context.Context) (*toolv1.DescribeResponse, error) {
+func (p *toolSource) describePlugin(ctx context.Context) (*description, error) {
 	inst, err := p.instance(ctx)
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (p *toolSource) describePlugin(ctx context.Context) (*toolv1.DescribeRespon
 	if err != nil {
 		return nil, p.callError(ctx, inst, err)
 	}
-	return resp, nil
+	return descriptionFromProto(resp), nil
 }
 
 // execute runs one of the plugin's tools: its text and, when

@@ -17,7 +17,6 @@ import (
 	"github.com/agenthost/agenthost/host/mcpsource"
 	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/sdk"
-	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 const (
@@ -62,7 +61,7 @@ func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStr
 }
 
 // describe asks the source what it serves.
-func (p *toolSource) describe(ctx context.Context) (*toolv1.DescribeResponse, error) {
+func (p *toolSource) describe(ctx context.Context) (*description, error) {
 	return p.kind.describe(ctx, p)
 }
 

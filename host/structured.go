@@ -10,7 +10,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agenthost/agenthost/internal/structcheck"
-	"github.com/agenthost/agenthost/sdk/toolv1"
 )
 
 // MaxTitleSize bounds a tool's title, in bytes.
@@ -106,11 +105,11 @@ func outputResolver(raw json.RawMessage) func() (*structcheck.Validator, error) 
 // output schema of at most MaxSchemaSize bytes that is a JSON object
 // whose type is "object", as MCP wants. That is all registration checks:
 // the schema is resolved on the tool's first structured result.
-func checkTyped(spec *toolv1.ToolSpec) error {
-	if n := len(spec.GetTitle()); n > MaxTitleSize {
+func checkTyped(spec toolSpec) error {
+	if n := len(spec.Title); n > MaxTitleSize {
 		return fmt.Errorf("its title is %d bytes, more than the %d allowed", n, MaxTitleSize)
 	}
-	if raw := spec.GetOutputSchema(); len(raw) > 0 {
+	if raw := spec.Output; len(raw) > 0 {
 		return checkOutputSchema(raw)
 	}
 	return nil

@@ -83,7 +83,7 @@ func TestStructuredResultsFromAPlugin(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("the cache holds %v, %v; want one entry", entries, err)
 	}
-	if data, err := os.ReadFile(entries[0]); err != nil || !strings.Contains(string(data), `"title":"Typed: typed_good"`) || !strings.Contains(string(data), `"outputSchema":"`) {
+	if data, err := os.ReadFile(entries[0]); err != nil || !strings.Contains(string(data), `"title":"Typed: typed_good"`) || !strings.Contains(string(data), `"output":{"type":"object"`) {
 		t.Errorf("the cache entry does not keep titles and output schemas: %s, %v", data, err)
 	}
 	again := load(t, dir, &host.Options{CacheDir: cache})
