@@ -12,18 +12,19 @@ import (
 	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
-// TestREADMEToolTable checks README.md's table of built-in tools against
-// the built plugins: every tool they serve has its row, naming its plugin,
-// and the row names every argument of the tool's schema in backquotes.
+// TestREADMEToolTable checks the table of built-in tools in docs/tools.md
+// against the built plugins: every tool they serve has its row, naming its
+// plugin, and the row names every argument of the tool's schema in
+// backquotes.
 func TestREADMEToolTable(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join(plugintest.Root(), "README.md"))
+	page, err := os.ReadFile(filepath.Join(plugintest.Root(), "docs", "tools.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := map[string][]string{} // tool name → the row's cells
 	rowRE := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|(.*)\\|$")
-	for _, m := range rowRE.FindAllStringSubmatch(string(readme), -1) {
+	for _, m := range rowRE.FindAllStringSubmatch(string(page), -1) {
 		rows[m[1]] = strings.Split(m[2], " | ")
 	}
 
@@ -43,11 +44,11 @@ func TestREADMEToolTable(t *testing.T) {
 	for _, info := range reg.Tools() {
 		cells, ok := rows[info.Name]
 		if !ok {
-			t.Errorf("README.md's tool table has no row for %s", info.Name)
+			t.Errorf("docs/tools.md's tool table has no row for %s", info.Name)
 			continue
 		}
 		if want := strings.TrimPrefix(info.Plugin, "agenthost-plugin-"); len(cells) == 0 || strings.TrimSpace(cells[0]) != want {
-			t.Errorf("README.md's row for %s names the plugin %q, want %q", info.Name, cells, want)
+			t.Errorf("docs/tools.md's row for %s names the plugin %q, want %q", info.Name, cells, want)
 		}
 		var params struct {
 			Properties map[string]json.RawMessage `json:"properties"`
@@ -58,7 +59,7 @@ func TestREADMEToolTable(t *testing.T) {
 		row := strings.Join(cells, " | ")
 		for name := range params.Properties {
 			if !strings.Contains(row, "`"+name+"`") {
-				t.Errorf("README.md's row for %s does not name its argument `%s`", info.Name, name)
+				t.Errorf("docs/tools.md's row for %s does not name its argument `%s`", info.Name, name)
 			}
 		}
 	}

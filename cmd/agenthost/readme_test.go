@@ -12,32 +12,36 @@ import (
 	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
-// TestREADMEExamples runs the "$ bin/agenthost ..." lines of README's CLI
-// section as written, in order, from a directory holding bin/agenthost and
-// bin/plugins, and compares what each printed (stdout and stderr) with the
-// lines that follow it there.
+// TestREADMEExamples runs the "$ bin/agenthost ..." lines of README.md
+// and of docs/cli.md as written, README's first, in order, from a
+// directory holding bin/agenthost, bin/plugins and a copy of README.md,
+// and compares what each printed (stdout and stderr) with the lines that
+// follow it there.
 func TestREADMEExamples(t *testing.T) {
 	t.Setenv("AGENTHOST_PLUGINS", "")
-	readme, err := os.ReadFile(filepath.Join(plugintest.Root(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## The CLI\n")
-	if !ok {
-		t.Fatal("README.md has no section The CLI")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	type example struct{ line, want string }
+	root := plugintest.Root()
+	type example struct{ page, line, want string }
 	var examples []example
-	for _, block := range strings.Split(section, "```sh\n")[1:] {
-		block, _, _ = strings.Cut(block, "```")
-		for _, part := range strings.Split("\n"+block, "\n$ ")[1:] {
-			line, want, _ := strings.Cut(part, "\n")
-			examples = append(examples, example{line, want})
+	for _, page := range []struct {
+		name string
+		min  int
+	}{{"README.md", 1}, {"docs/cli.md", 4}} {
+		text, err := os.ReadFile(filepath.Join(root, page.name))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(examples) < 4 {
-		t.Fatalf("found %d examples in README's CLI section, want 4 or more", len(examples))
+		n := 0
+		for _, block := range strings.Split(string(text), "```sh\n")[1:] {
+			block, _, _ = strings.Cut(block, "```")
+			for _, part := range strings.Split("\n"+block, "\n$ ")[1:] {
+				line, want, _ := strings.Cut(part, "\n")
+				examples = append(examples, example{page.name, line, want})
+				n++
+			}
+		}
+		if n < page.min {
+			t.Fatalf("found %d examples in %s, want %d or more", n, page.name, page.min)
+		}
 	}
 
 	dir := t.TempDir()
@@ -49,10 +53,17 @@ func TestREADMEExamples(t *testing.T) {
 	for _, name := range []string{"fs", "search", "session"} {
 		plugintest.Install(t, filepath.Join(bin, "plugins"), host.PluginPrefix+name, "./plugins/"+name)
 	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), readme, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, ex := range examples {
 		args, err := shellWords(ex.line)
 		if err != nil || len(args) == 0 || args[0] != "bin/agenthost" {
-			t.Fatalf("README example %q: not a bin/agenthost command line (%v)", ex.line, err)
+			t.Fatalf("%s example %q: not a bin/agenthost command line (%v)", ex.page, ex.line, err)
 		}
 		cmd := exec.Command(filepath.Join(dir, args[0]), args[1:]...)
 		cmd.Dir = dir
@@ -61,12 +72,12 @@ func TestREADMEExamples(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.Run()
 		if strings.TrimRight(out.String(), "\n") != strings.TrimRight(ex.want, "\n") {
-			t.Errorf("$ %s\nprinted:\n%s\nREADME says:\n%s", ex.line, out.String(), ex.want)
+			t.Errorf("$ %s\nprinted:\n%s\n%s says:\n%s", ex.line, out.String(), ex.page, ex.want)
 		}
 	}
 }
 
-// shellWords splits a command line as sh does for the forms README uses:
+// shellWords splits a command line as sh does for the forms the docs use:
 // words separated by spaces, single-quoted text taken as it is.
 func shellWords(line string) ([]string, error) {
 	var words []string

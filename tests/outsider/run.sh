@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# The walkthrough of README.md's "Writing a tool", run as an outsider
-# would run it: in an empty directory outside the repository, a module of
+# The walkthrough of docs/writing-tools.md ("Writing a tool"), run as an
+# outsider would run it: in an empty directory outside the repository, a module of
 # its own (example.com/greet) requires this one through a replace to a
 # clone, builds the greet plugin into the clone's plugins directory, and
 # lists, calls, disables and enables it.
 #
-# README.md is the only source. In its "Writing a tool" section, the
-# block after <!-- outsider: file PATH --> is written to PATH (from the
-# walkthrough's starting directory), and the ```sh block after
-# <!-- outsider: run --> is run, in README's order, in one shell (a cd
-# holds for what follows). In a run block "$ " starts a command, and the
+# docs/writing-tools.md is the only source. In it, the block after
+# <!-- outsider: file PATH --> is written to PATH (from the walkthrough's
+# starting directory), and the ```sh block after <!-- outsider: run --> is
+# run, in the page's order, in one shell (a cd holds for what follows). In a run block "$ " starts a command, and the
 # lines up to the next one are what it must print, stdout and stderr
 # together: runs of blanks count as one, and a line "..." stands for any
 # lines. A command whose output shows an "Error: " line must exit with
@@ -17,7 +16,7 @@
 # this repository, at its HEAD, instead of GitHub.
 #
 # The plugin's build must take every package but the outsider's own and
-# agenthost's from Go's build cache: README promises a build of seconds.
+# agenthost's from Go's build cache: the page promises a build of seconds.
 #
 # It needs git, make, go, and the module proxy for go mod tidy (unless the
 # module cache holds what the sdk needs). Run it after make build: then
@@ -25,7 +24,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-readme="$repo/README.md"
+page="$repo/docs/writing-tools.md"
 clone="git clone https://github.com/agenthost/agenthost.git"
 
 fail() {
@@ -45,10 +44,10 @@ done
 export XDG_CONFIG_HOME="$tmp/config" XDG_CACHE_HOME="$tmp/cache"
 unset AGENTHOST_PLUGINS
 
-# --- Read the walkthrough out of README.md.
+# --- Read the walkthrough out of docs/writing-tools.md.
 
-section="$(awk '/^## Writing a tool$/ { on = 1; next } on && /^## / { exit } on' "$readme")"
-[ -n "$section" ] || fail "README.md has no section \"## Writing a tool\""
+[ -f "$page" ] || fail "there is no $page"
+text="$(cat "$page")"
 
 kinds=() # run or file
 args=()  # the file's path
@@ -90,10 +89,10 @@ while IFS= read -r line; do
 		[ -z "$marker" ] || fail "<!-- outsider: $marker $arg--> is followed by text, not a block: $line"
 		;;
 	esac
-done <<<"$section"
-((!fence)) || fail "a marked block in README.md is not closed"
+done <<<"$text"
+((!fence)) || fail "a marked block in docs/writing-tools.md is not closed"
 [ -z "$marker" ] || fail "<!-- outsider: $marker --> is followed by no block"
-[ "${#kinds[@]}" -ge 3 ] || fail "found ${#kinds[@]} marked blocks in README's Writing a tool, want the walkthrough's"
+[ "${#kinds[@]}" -ge 3 ] || fail "found ${#kinds[@]} marked blocks in docs/writing-tools.md, want the walkthrough's"
 
 # --- Run it.
 
@@ -130,7 +129,7 @@ ran=0 clones=0 builds=0
 run_one() {
 	local cmd="$1" want="$2" status=0 build=0
 	if [[ $cmd == "git clone"* ]]; then
-		[ "$cmd" = "$clone" ] || fail "README's clone step is \"$cmd\", not \"$clone\": cannot put this repository in its place"
+		[ "$cmd" = "$clone" ] || fail "the walkthrough's clone step is \"$cmd\", not \"$clone\": cannot put this repository in its place"
 		cmd="git clone --quiet \"$repo\" agenthost"
 		clones=$((clones + 1))
 	fi
@@ -154,12 +153,12 @@ run_one() {
 
 	local want_status=0
 	grep -q '^Error: ' <<<"$want" && want_status=1
-	[ "$status" = "$want_status" ] || fail "\$ $1: exit status $status, README implies $want_status"
+	[ "$status" = "$want_status" ] || fail "\$ $1: exit status $status, the page implies $want_status"
 	printf '%s' "$want" >"$tmp/want"
 	if [ -n "$(squeeze <"$tmp/want")" ] && ! matches "$tmp/want" "$tmp/out"; then
 		fail "\$ $1 printed:
 $(cat "$tmp/out")
-README.md shows:
+docs/writing-tools.md shows:
 $want"
 	fi
 	if ((build)); then
@@ -202,6 +201,6 @@ for i in "${!kinds[@]}"; do
 		;;
 	esac
 done
-[ "$clones" = 1 ] || fail "README's walkthrough clones the repository $clones times, want once"
-[ "$builds" -ge 1 ] || fail "README's walkthrough builds no plugin"
-echo "outsider: README's Writing a tool walkthrough ran as written ($ran commands)"
+[ "$clones" = 1 ] || fail "the walkthrough clones the repository $clones times, want once"
+[ "$builds" -ge 1 ] || fail "the walkthrough builds no plugin"
+echo "outsider: the walkthrough of docs/writing-tools.md ran as written ($ran commands)"
