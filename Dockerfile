@@ -1,6 +1,6 @@
 # The agenthost image: the CLI and the built-in plugins, serving the tools
 # over streamable HTTP with no sessions, so that replicas can sit behind a
-# load balancer. See README.md, "Running it as a service".
+# load balancer. See docs/mcp-server.md, "Running it as a service".
 #
 #   docker build -t agenthost .
 #   docker run -e AGENTHOST_MCP_TOKEN=s3cret -p 8080:8080 -v "$PWD:/workspace" agenthost

@@ -118,7 +118,7 @@ Flags (before or after the command):
                      GRADLE_USER_HOME, ...)
   --secret PATH      one more path no sandboxed process reaches, whatever it
                      is granted (repeatable; ~/.ssh, ~/.aws and the others
-                     README lists always are)
+                     docs/security.md lists always are)
   --version          print the version and exit (before the command)
 
 Run agenthost COMMAND --help for a command's own flags.
