@@ -3,6 +3,7 @@ package host_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -10,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -160,11 +163,15 @@ func waitGone(t *testing.T, pid int, what string) {
 }
 
 // eventually polls cond for up to ten seconds and fails the test if it
-// never holds. It waits for what another process does, never for time to
-// pass.
+// never holds (poll.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	plugintest.Eventually(t, what, cond)
+	poll.Eventually(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 }
 
 // readLines reads "KEY value" lines from the helper until it has every key.

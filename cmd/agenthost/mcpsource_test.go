@@ -24,6 +24,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/mcptest"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
@@ -246,7 +247,12 @@ func TestMCPSourceGateway(t *testing.T) {
 			t.Errorf("close: %v\n%s", err, stderr.String())
 		}
 		// agenthost stops the server as it exits.
-		plugintest.Eventually(t, "the server has stopped", func() bool { return len(serverPIDs(t, mark)) == 0 })
+		poll.Eventually(t, 10*time.Second, "the server has stopped", func() error {
+			if pids := serverPIDs(t, mark); len(pids) > 0 {
+				return fmt.Errorf("server processes %v", pids)
+			}
+			return nil
+		})
 	}()
 
 	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/internal/sandbox"
 	"github.com/agenthost/agenthost/sdk"
 	"github.com/agenthost/agenthost/sdk/toolv1"
@@ -262,9 +264,11 @@ func pids(t *testing.T, lang language) []int {
 func pid(t *testing.T, lang language) int {
 	t.Helper()
 	var got []int
-	plugintest.Eventually(t, lang.entry+" runs as one process", func() bool {
-		got = pids(t, lang)
-		return len(got) == 1
+	poll.Eventually(t, 10*time.Second, lang.entry+" runs as one process", func() error {
+		if got = pids(t, lang); len(got) != 1 {
+			return fmt.Errorf("processes %v", got)
+		}
+		return nil
 	})
 	return got[0]
 }
@@ -285,18 +289,18 @@ func blocked(t *testing.T, reg *host.ToolRegistry, lang language, work, name str
 	answer := make(chan string, 1)
 	go func() { answer <- reg.Execute(context.Background(), lang.fileTool, args) }()
 	var w *os.File
-	plugintest.Eventually(t, lang.entry+" reads "+name, func() bool {
+	poll.Eventually(t, 10*time.Second, lang.entry+" reads "+name, func() error {
 		select {
 		case got := <-answer:
-			t.Fatalf("the call of %s on a FIFO ended before it read it: %s", lang.fileTool, got)
+			return poll.Stop(fmt.Errorf("the call of %s on a FIFO ended before it read it: %s", lang.fileTool, got))
 		default:
 		}
 		f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
-			return false // ENXIO: no reader yet
+			return err // ENXIO: no reader yet
 		}
 		w = f
-		return true
+		return nil
 	})
 	t.Cleanup(func() { w.Close() })
 	return answer
@@ -457,7 +461,12 @@ func checkLanguage(t *testing.T, reg *host.ToolRegistry, lang language, s *setup
 		write(t, filepath.Join(s.work, barrier), "x\n")
 		call(t, reg, lang.fileTool, jsonArgs(t, "path", barrier))
 		line := lang.fileLog + ": path=" + barrier
-		plugintest.Eventually(t, "the log shows "+line, func() bool { return strings.Contains(logs.String(), line) })
+		poll.Eventually(t, 10*time.Second, "the log shows "+line, func() error {
+			if !strings.Contains(logs.String(), line) {
+				return errors.New("not in the log yet")
+			}
+			return nil
+		})
 		if strings.Contains(logs.String(), never) {
 			t.Errorf("the plugin ran a call the host refused:\n%s", logs)
 		}
@@ -494,9 +503,11 @@ func checkLanguage(t *testing.T, reg *host.ToolRegistry, lang language, s *setup
 		// go-plugin logs the exit once the host has reaped the process:
 		// from then on the next call starts a new one.
 		exited := fmt.Sprintf("plugin process exited: plugin=%s id=%d", filepath.Join(s.plugins, lang.entry), started)
-		plugintest.Eventually(t, "the host sees "+lang.entry+" exit", func() bool {
-			l := logs.String()
-			return strings.Contains(l, exited+" ") || strings.Contains(l, exited+"\n")
+		poll.Eventually(t, 10*time.Second, "the host sees "+lang.entry+" exit", func() error {
+			if l := logs.String(); !strings.Contains(l, exited+" ") && !strings.Contains(l, exited+"\n") {
+				return errors.New("not in the log yet")
+			}
+			return nil
 		})
 		if got, want := call(t, reg, lang.textTool, jsonArgs(t, "text", "again")), lang.text("again"); got != want {
 			t.Errorf("%s after SIGTERM = %q, want %q", lang.textTool, got, want)
