@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // replay is an OpenAI-compatible chat completions server that answers
@@ -502,15 +503,15 @@ func startChat(t *testing.T, cmd *exec.Cmd) (exited <-chan struct{}, waitErr fun
 // never does.
 func waitOutput(t *testing.T, output func() string, want string, from int, context string) int {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	end := 0
+	poll.Eventually(t, 15*time.Second, fmt.Sprintf("the output shows %q after position %d", want, from), func() error {
 		out := output()
-		if i := strings.Index(out[min(from, len(out)):], want); i >= 0 {
-			return from + i + len(want)
+		i := strings.Index(out[min(from, len(out)):], want)
+		if i < 0 {
+			return fmt.Errorf("the output is\n%q\n%s", out, context)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the output never showed %q after position %d:\n%q\n%s", want, from, out, context)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		end = from + i + len(want)
+		return nil
+	})
+	return end
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
@@ -126,21 +128,22 @@ func TestCtrlCOnCallIsACancel(t *testing.T) {
 
 	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), exe, "--log-level", "debug", "--grant", "test=write:"+markers, "call", "sleep", `{"millis":60000,"ignore_cancel":true,"started":"`+started+`"}`)
 	cmd.Env = append(os.Environ(), "AGENTHOST_PLUGINS=")
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr plugintest.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	defer func() { cmd.Process.Kill(); cmd.Wait() }() // after a failure
+	poll.Eventually(t, 20*time.Second, "the call starts", func() error {
 		if _, err := os.Stat(started); err == nil {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the call never started\n%s", stderr.String())
+		if !plugintest.Alive(cmd.Process.Pid) {
+			return poll.Stop(fmt.Errorf("agenthost exited\n%s", stderr.String()))
 		}
-	}
+		return fmt.Errorf("no call yet\n%s", stderr.String())
+	})
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 const (
@@ -257,16 +258,18 @@ backend replicas
 		b.Fatal(err)
 	}
 	c.haproxy = startLBProcess(owner, b, "haproxy", exec.Command(haproxy, "-db", "-f", config))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Eventually(b, 10*time.Second, "haproxy listens on "+addr, func() error {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
 			conn.Close()
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("haproxy does not listen on %s:\n%s", addr, c.haproxy.stderr.String())
+		err = fmt.Errorf("%v\n%s", err, c.haproxy.stderr.String())
+		if !plugintest.Alive(c.haproxy.cmd.Process.Pid) {
+			return poll.Stop(fmt.Errorf("haproxy exited: %w", err))
 		}
-	}
+		return err
+	})
 	c.url = "http://" + addr + "/mcp"
 
 	for range lbClients {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/buildinfo"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // newest is the newest protocol version the SDK supports, which its
@@ -361,15 +362,9 @@ func TestMCPHTTPListChanged(t *testing.T) {
 		}
 		stopSecond()
 		second.ended(t, "closed by its client")
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			r := modernSend(t, s.url, 8, "tools/list", "", "")
-			if r.status == http.StatusOK {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("tools/list once a listen closed: %d %s", r.status, r.body)
-			}
-		}
+		poll.Eventually(t, 5*time.Second, "tools/list is served once a listen closed", func() error {
+			return servedOrRefused(modernSend(t, s.url, 8, "tools/list", "", ""))
+		})
 
 		if err := s.reg.Enable("echo"); err != nil {
 			t.Fatal(err)
@@ -414,21 +409,22 @@ func TestMCPHTTPListChanged(t *testing.T) {
 		}
 		// The client does not wait for its listen to be acknowledged:
 		// change the list until it hears of a change.
-		for i, deadline := 0, time.After(10*time.Second); ; i++ {
+		toggles := 0
+		poll.Eventually(t, 10*time.Second, "the client hears notifications/tools/list_changed", func() error {
 			toggle := s.reg.Disable
-			if i%2 == 1 {
+			if toggles%2 == 1 {
 				toggle = s.reg.Enable
 			}
+			toggles++
 			if err := toggle("echo"); err != nil {
-				t.Fatal(err)
+				return poll.Stop(err)
 			}
 			select {
 			case <-changed:
-				return
+				return nil
 			case <-time.After(200 * time.Millisecond):
-			case <-deadline:
-				t.Fatal("no notifications/tools/list_changed")
+				return fmt.Errorf("no notification after %d changes", toggles)
 			}
-		}
+		})
 	})
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // A hostile server cannot be one of the reference servers: rawServer is
@@ -392,9 +394,17 @@ func TestCloseEndsCallsUnderWay(t *testing.T) {
 		_, _, err := s.Call(t.Context(), "forever", nil)
 		errs <- err
 	}()
-	for !srv.saw("tools/call") {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, 10*time.Second, "the server sees the call", func() error {
+		select {
+		case err := <-errs:
+			return poll.Stop(fmt.Errorf("the call ended before the server saw it: %v", err))
+		default:
+		}
+		if !srv.saw("tools/call") {
+			return errors.New("no tools/call yet")
+		}
+		return nil
+	})
 	closed := make(chan struct{})
 	go func() {
 		s.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // These tests run servers of the Go SDK, in this process: they can show
@@ -113,25 +115,17 @@ func TestServerLogs(t *testing.T) {
 		`[ERROR] {"code":7}` + "\n",
 		"[INFO]  " + strings.Repeat("z", maxLogMessage) + "… (10 more bytes)\n",
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Eventually(t, 5*time.Second, "the messages are logged", func() error {
 		got := out.String()
-		missing := ""
 		for _, line := range want {
 			if !strings.Contains(got, line) {
-				missing = line
+				return fmt.Errorf("the log lacks %q:\n%s", line, got)
 			}
 		}
-		if missing == "" {
-			if strings.Contains(got, "too quiet") {
-				t.Errorf("a debug message was logged by an info logger:\n%s", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log lacks %q:\n%s", missing, got)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	})
+	if got := out.String(); strings.Contains(got, "too quiet") {
+		t.Errorf("a debug message was logged by an info logger:\n%s", got)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // The stage tests run the test binary as the program of an isolated
@@ -204,20 +206,18 @@ func TestIsolatedLeavesNothing(t *testing.T) {
 	if got, _ := isolated(t, Policy{}, "setsid", marker); got != "ok" {
 		t.Fatalf("setsid: %q", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := withEnv("STAGE_TEST_LEFT=" + marker)
-		if len(left) == 0 {
-			return
+	left := func() []int { return withEnv("STAGE_TEST_LEFT=" + marker) }
+	t.Cleanup(func() {
+		for _, pid := range left() {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("processes %v outlived their sandbox", left)
+	})
+	poll.Eventually(t, 5*time.Second, "what the program left ends", func() error {
+		if pids := left(); len(pids) > 0 {
+			return fmt.Errorf("processes %v outlived their sandbox", pids)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // withEnv lists the processes whose environment holds kv.

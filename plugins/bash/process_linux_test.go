@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
@@ -36,11 +36,11 @@ func sleepersWith(marker string) []string {
 const gateFile = "go-on"
 
 // watchedCall runs command with run_bash in a new root and returns its
-// result. A watcher looks in /proc for the command's sleepers, marked
-// with marker, while it runs, and fails the test unless there were want
-// of them at once: the command did start what the test is about. When
-// gated, the command waits until the watcher has seen them (it creates
-// gateFile), then ends.
+// result. The test looks in /proc for the command's sleepers, marked with
+// marker, while it runs, and fails unless there were want of them at
+// once: the command did start what the test is about. When gated, the
+// command waits until the test has seen them (it creates gateFile), then
+// ends.
 //
 // When the call returns, no process of the command may be left: the
 // test fails at once, without waiting, if /proc shows one.
@@ -54,41 +54,23 @@ func watchedCall(t *testing.T, ctx context.Context, command, marker string, want
 	if timeoutMS > 0 {
 		args["timeout"] = timeoutMS
 	}
-	stop := make(chan struct{})
-	var seen []string
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			if s := sleepersWith(marker); len(s) >= want {
-				seen = s
-				break
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
+	call := callInBackground(ctx, t, root, args)
+	defer killProcessesWith(marker) // what a failure below leaves
+	poll.Eventually(t, 10*time.Second, fmt.Sprintf("the command's %d sleepers run", want), running(call, want, func() []string { return sleepersWith(marker) }))
+	if gated {
+		if err := os.WriteFile(filepath.Join(root, gateFile), nil, 0o644); err != nil {
+			t.Error(err)
 		}
-		if gated {
-			if err := os.WriteFile(filepath.Join(root, gateFile), nil, 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	res, err := callIn(ctx, t, root, args)
-	close(stop)
-	wg.Wait()
+	}
+	c := <-call
 	if left := processesWith(marker); len(left) > 0 {
 		killProcessesWith(marker)
 		t.Errorf("processes of the command outlived the call: %q", left)
 	}
-	if err != nil {
-		t.Fatalf("run_bash(%q): %v", command, err)
+	if c.err != nil {
+		t.Fatalf("run_bash(%q): %v", command, c.err)
 	}
-	if len(seen) < want {
-		t.Fatalf("the command did not start its %d sleepers (stdout %q, stderr %q)", want, res.Stdout, res.Stderr)
-	}
-	return res
+	return c.res
 }
 
 // No process the command starts outlives the call: not one in a new
@@ -154,14 +136,10 @@ func TestRunBashStopLeavesNothing(t *testing.T) {
 			if tc.cancel {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				go func() {
-					for deadline := time.Now().Add(10 * time.Second); len(sleepersWith(marker)) < tc.want && time.Now().Before(deadline); {
-						time.Sleep(5 * time.Millisecond)
-					}
-					cancel()
-				}()
-				_, err := callIn(ctx, t, t.TempDir(), map[string]any{"command": command})
-				if err == nil || !strings.Contains(err.Error(), "the call was cancelled after") {
+				call := callInBackground(ctx, t, t.TempDir(), map[string]any{"command": command})
+				poll.Eventually(t, 10*time.Second, "the command's sleepers run", running(call, tc.want, func() []string { return sleepersWith(marker) }))
+				cancel()
+				if err := (<-call).err; err == nil || !strings.Contains(err.Error(), "the call was cancelled after") {
 					t.Errorf("error %v, want the cancellation", err)
 				}
 				if left := processesWith(marker); len(left) > 0 {
@@ -222,11 +200,12 @@ func TestPluginDeathLeavesNothing(t *testing.T) {
 	}
 	defer plugin.Wait()
 	defer plugin.Process.Kill()
-	for deadline := time.Now().Add(10 * time.Second); len(sleepersWith(marker)) < 4; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's processes did not start: %q", processesWith(marker))
+	poll.Eventually(t, 10*time.Second, "the command's sleepers run", func() error {
+		if sleepers := sleepersWith(marker); len(sleepers) < 4 {
+			return fmt.Errorf("%d of 4 run: %q", len(sleepers), processesWith(marker))
 		}
-	}
+		return nil
+	})
 	watchdogs := watchdogsOf(plugin.Process.Pid)
 	if len(watchdogs) == 0 {
 		t.Fatal("the plugin has no watchdog")
@@ -235,11 +214,12 @@ func TestPluginDeathLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	plugin.Wait()
-	for deadline := time.Now().Add(10 * time.Second); slices.ContainsFunc(watchdogs, alive); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watchdogs %v still run", watchdogs)
+	poll.Eventually(t, 10*time.Second, "the watchdogs end", func() error {
+		if slices.ContainsFunc(watchdogs, alive) {
+			return fmt.Errorf("the watchdogs %v still run", watchdogs)
 		}
-	}
+		return nil
+	})
 	if left := processesWith(marker); len(left) > 0 {
 		t.Errorf("processes of the command outlived the plugin and its watchdog: %q", left)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -34,6 +36,43 @@ func callIn(ctx context.Context, t *testing.T, root string, args map[string]any)
 		t.Fatalf("run_bash answered %q, which is not its JSON object: %v", out, err)
 	}
 	return res, nil
+}
+
+// called is what callIn returned.
+type called struct {
+	res result
+	err error
+}
+
+// callInBackground runs callIn on a goroutine of its own: what it returned
+// comes on the channel. A call that failed the test itself (an answer that
+// is not run_bash's JSON) comes with an error too.
+func callInBackground(ctx context.Context, t *testing.T, root string, args map[string]any) <-chan called {
+	ch := make(chan called, 1)
+	go func() {
+		c := called{err: errors.New("the call failed the test")}
+		defer func() { ch <- c }()
+		c.res, c.err = callIn(ctx, t, root, args)
+	}()
+	return ch
+}
+
+// running is a condition for poll.Eventually: want of the processes found
+// lists run at once. The call whose answer comes on call must not end
+// before: that ends the wait at once.
+func running(call <-chan called, want int, found func() []string) func() error {
+	return func() error {
+		procs := found()
+		if len(procs) >= want {
+			return nil
+		}
+		select {
+		case c := <-call:
+			return poll.Stop(fmt.Errorf("the call ended first (stdout %q, stderr %q, error %v)", c.res.Stdout, c.res.Stderr, c.err))
+		default:
+		}
+		return fmt.Errorf("%d of %d run: %q", len(procs), want, procs)
+	}
 }
 
 // mustRun runs a command in a new root and fails the test on an error.
@@ -92,17 +131,12 @@ func processesWith(marker string) []string {
 func assertGone(t *testing.T, marker string) {
 	t.Helper()
 	requireProc(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := processesWith(marker)
-		if len(left) == 0 {
-			return
+	poll.Eventually(t, 5*time.Second, "the command's processes have ended", func() error {
+		if left := processesWith(marker); len(left) > 0 {
+			return fmt.Errorf("processes of the command are still running: %q", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of the command are still running: %q", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRunBashOutput(t *testing.T) {
@@ -376,15 +410,11 @@ func TestRunBashCancel(t *testing.T) {
 	marker := sleepMarker()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() {
-		// Cancel once the command runs.
-		for deadline := time.Now().Add(10 * time.Second); len(processesWith(marker)) < 2 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-	}()
-	_, err := callIn(ctx, t, t.TempDir(), map[string]any{"command": "sleep " + marker + " & sleep " + marker})
-	if err == nil || !strings.Contains(err.Error(), "the call was cancelled after") {
+	call := callInBackground(ctx, t, t.TempDir(), map[string]any{"command": "sleep " + marker + " & sleep " + marker})
+	// Cancel once the command runs.
+	poll.Eventually(t, 10*time.Second, "the command runs", running(call, 2, func() []string { return processesWith(marker) }))
+	cancel()
+	if err := (<-call).err; err == nil || !strings.Contains(err.Error(), "the call was cancelled after") {
 		t.Errorf("error %v, want the cancellation", err)
 	}
 	assertGone(t, marker)
@@ -556,13 +586,14 @@ func TestPluginDeath(t *testing.T) {
 	if err := plugin.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(processesWith(marker)) < 4; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			plugin.Process.Kill()
-			plugin.Wait()
-			t.Fatalf("the command's processes did not start: %q", processesWith(marker))
+	defer plugin.Wait()
+	defer plugin.Process.Kill()
+	poll.Eventually(t, 10*time.Second, "the command's processes start", func() error {
+		if procs := processesWith(marker); len(procs) < 4 {
+			return fmt.Errorf("%d of 4 run: %q", len(procs), procs)
 		}
-	}
+		return nil
+	})
 	if err := plugin.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/atomicfile"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // These tests run the tools in a real fs plugin process, as the host
@@ -403,19 +405,15 @@ func TestMoveTimeout(t *testing.T) {
 			t.Errorf("move with a %v deadline: %s", timeout, got)
 		}
 		// The plugin stops at its next check and removes its copy.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		poll.Eventually(t, 10*time.Second, "the partial copy is gone from "+other, func() error {
 			entries, _ := os.ReadDir(other)
-			busy := false
 			for _, e := range entries {
-				busy = busy || atomicfile.IsTempName(e.Name())
+				if atomicfile.IsTempName(e.Name()) {
+					return fmt.Errorf("%s is still there", e.Name())
+				}
 			}
-			if !busy {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a partial copy is still in %s after the failed move", other)
-			}
-		}
+			return nil
+		})
 		checkFiles(t, root, map[string]string{name + "/data.bin": big, name + "/small.txt": "s"})
 		checkFiles(t, other, map[string]string{name: ""})
 	}
