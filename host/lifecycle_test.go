@@ -465,7 +465,9 @@ func TestCloseIsBoundedWhenAGrandchildHoldsStderr(t *testing.T) {
 
 func TestChaosKillDuringConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir()})
+	opts := &host.Options{CacheDir: t.TempDir()}
+	started := startedMarker(t, opts)
+	reg := load(t, pluginDir(t, "test"), opts)
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 
 	const n = 100
@@ -474,13 +476,14 @@ func TestChaosKillDuringConcurrentCalls(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			if i%2 == 0 {
-				results[i] = reg.Execute(t.Context(), "sleep", []byte(`{"millis":200}`))
+				results[i] = reg.Execute(t.Context(), "sleep", fmt.Appendf(nil, `{"millis":200,"started":%q}`, started))
 			} else {
 				results[i] = reg.Execute(t.Context(), "echo", []byte(`{"text":"x"}`))
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The kill comes while calls run.
+	eventually(t, "a sleep has begun", func() bool { _, err := os.Stat(started); return err == nil })
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,8 @@ func TestMCPServerKilledDuringACall(t *testing.T) {
 	go func() {
 		done <- reg.Execute(t.Context(), "trigger-long-running-operation", []byte(`{"duration":30,"steps":1}`))
 	}()
-	time.Sleep(200 * time.Millisecond) // the call is on its way; any moment will do
+	// Once the call has the server, any moment will do.
+	eventually(t, "the call reaches the server", func() bool { return reg.CallsInFlight("trigger-long-running-operation") > 0 })
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // bashPlugins is a plugins directory holding the fs and bash plugins.
@@ -176,7 +178,13 @@ func TestMCPHTTPShutdownAnswersWritesAsTheyEnded(t *testing.T) {
 			replies[i], errs[i] = httpDo(t.Context(), http.MethodPost, u, body, in...)
 		})
 		if i == len(replies)/2 {
-			time.Sleep(200 * time.Millisecond)
+			// SIGTERM once a write is under way.
+			poll.Eventually(t, 10*time.Second, "a write begins", func() error {
+				if entries, _ := os.ReadDir(root); len(entries) == 0 {
+					return errors.New("nothing in the root yet")
+				}
+				return nil
+			})
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}

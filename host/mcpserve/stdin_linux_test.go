@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 // TestPollableStdin checks that a pipe in blocking mode, as clients hand
@@ -55,7 +57,14 @@ func TestPollableStdin(t *testing.T) {
 		_, err := g.Read(make([]byte, 1))
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond) // let the read start; the test holds either way
+	poll.Eventually(t, 5*time.Second, "the read waits in the poller", func() error {
+		for _, g := range goroutines("TestPollableStdin") {
+			if strings.Contains(g, "[IO wait") {
+				return nil
+			}
+		}
+		return errors.New("no read waits")
+	})
 	g.Close()
 	if err := <-done; !errors.Is(err, os.ErrClosed) {
 		t.Errorf("a read under way ended with %v, want %v", err, os.ErrClosed)

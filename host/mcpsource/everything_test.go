@@ -1,11 +1,13 @@
 package mcpsource
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/internal/mcpstdio"
 	"github.com/agenthost/agenthost/internal/mcptest"
 )
 
@@ -213,16 +216,45 @@ func tinyImageSize(t *testing.T) int {
 	return len(image)
 }
 
+// callWriter is a server's stdin that tells, on sent, once a tools/call
+// request has been written to it.
+type callWriter struct {
+	io.WriteCloser
+	sent chan<- struct{}
+}
+
+func (w callWriter) Write(p []byte) (int, error) {
+	n, err := w.WriteCloser.Write(p)
+	if err == nil && bytes.Contains(p, []byte(`"method":"tools/call"`)) {
+		select {
+		case w.sent <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
 func TestServerKilledMidCall(t *testing.T) {
 	t.Parallel()
-	cmd, s := everything(t)
+	command, args := mcptest.Everything(t)
+	cmd, tr := startStdio(t, command, args...)
+	stdio := tr.(*mcpstdio.Transport)
+	sent := make(chan struct{}, 1)
+	stdio.W = callWriter{stdio.W, sent}
+	s := connect(t, tr, Options{Name: "agenthost", Version: "test"})
 
 	errs := make(chan error, 1)
 	go func() {
 		_, _, err := s.Call(t.Context(), "trigger-long-running-operation", json.RawMessage(`{"duration":30,"steps":30}`))
 		errs <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-sent:
+	case err := <-errs:
+		t.Fatalf("the call ended before it was sent: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was not sent")
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

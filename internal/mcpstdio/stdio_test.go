@@ -164,15 +164,42 @@ func TestStdioReadErrors(t *testing.T) {
 	})
 }
 
+// readingReader tells, on reading, when a Read of it begins.
+type readingReader struct {
+	io.ReadCloser
+	reading chan<- struct{}
+}
+
+func (r readingReader) Read(p []byte) (int, error) {
+	select {
+	case r.reading <- struct{}{}:
+	default:
+	}
+	return r.ReadCloser.Read(p)
+}
+
 func TestStdioCloseEndsRead(t *testing.T) {
 	t.Parallel()
-	conn, _, _ := stdioPipes(t)
+	in, feed := io.Pipe()
+	_, out := io.Pipe()
+	t.Cleanup(func() { feed.Close() })
+	reading := make(chan struct{}, 1)
+	conn, err := (&Transport{R: readingReader{in, reading}, W: out, Peer: "the server", MaxMessage: 64 << 20}).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	errs := make(chan error, 1)
 	go func() {
 		_, err := conn.Read(context.Background())
 		errs <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the read is under way
+	select {
+	case <-reading: // the read is under way
+	case err := <-errs:
+		t.Fatalf("Read ended before Close: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read did not begin")
+	}
 	if err := conn.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
