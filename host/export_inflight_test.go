@@ -8,17 +8,13 @@ func (r *ToolRegistry) CallsInFlight(tool string) int64 {
 	r.mu.RLock()
 	e := r.entries[tool]
 	r.mu.RUnlock()
-	if e == nil {
+	if e == nil || e.source == nil {
 		return 0
 	}
-	pt, ok := e.tool.(*pluginTool)
-	if !ok {
+	e.source.mu.Lock()
+	defer e.source.mu.Unlock()
+	if e.source.inst == nil {
 		return 0
 	}
-	pt.proc.mu.Lock()
-	defer pt.proc.mu.Unlock()
-	if pt.proc.inst == nil {
-		return 0
-	}
-	return pt.proc.inst.inflight.Load()
+	return e.source.inst.inflight.Load()
 }

@@ -3,7 +3,6 @@ package host_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -166,12 +165,7 @@ func waitGone(t *testing.T, pid int, what string) {
 // never holds (poll.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	poll.Eventually(t, 10*time.Second, what, func() error {
-		if !cond() {
-			return errors.New("not yet")
-		}
-		return nil
-	})
+	poll.Eventually(t, 10*time.Second, what, poll.Holds(cond))
 }
 
 // readLines reads "KEY value" lines from the helper until it has every key.

@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -48,8 +50,9 @@ func startedMarker(t *testing.T, opts *host.Options) string {
 	return filepath.Join(root, "started")
 }
 
-// eventually polls cond and fails the test if it never holds.
+// eventually polls cond for up to ten seconds and fails the test if it
+// never holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	plugintest.Eventually(t, what, cond)
+	poll.Eventually(t, 10*time.Second, what, poll.Holds(cond))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -183,6 +184,19 @@ func httpInitialize(t *testing.T, u string, kv ...string) string {
 		t.Fatalf("initialized: %d %s", r.status, r.body)
 	}
 	return id
+}
+
+// servedOrRefused is nil for a reply 200 OK, what it was for a 503 (the
+// server is at its limit, for now), and poll.Stop of that for any other.
+func servedOrRefused(r httpReply) error {
+	err := fmt.Errorf("%d %s", r.status, r.body)
+	switch r.status {
+	case http.StatusOK:
+		return nil
+	case http.StatusServiceUnavailable:
+		return err
+	}
+	return poll.Stop(err)
 }
 
 // wantReply checks a httpReply's status, Content-Type and body exactly.
@@ -418,15 +432,9 @@ func TestMCPHTTPSessionLimit(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
 	}
 	// The slot frees as the session ends, just after the DELETE.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		r := httpSend(t, http.MethodPost, u, initializeBody)
-		if r.status == http.StatusOK {
-			break
-		}
-		if r.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("initialize after a DELETE: %d %s", r.status, r.body)
-		}
-	}
+	poll.Eventually(t, 5*time.Second, "initialize succeeds after a DELETE", func() error {
+		return servedOrRefused(httpSend(t, http.MethodPost, u, initializeBody))
+	})
 	wantReply(t, "full again", httpSend(t, http.MethodPost, u, initializeBody), http.StatusServiceUnavailable, "application/json", full)
 }
 
@@ -464,15 +472,7 @@ func TestMCPHTTPRequestLimit(t *testing.T) {
 	// returned.
 	freed := func(t *testing.T, name string, send func() httpReply) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			r := send()
-			if r.status == http.StatusOK {
-				return
-			}
-			if r.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
-				t.Fatalf("%s once the calls returned: %d %s", name, r.status, r.body)
-			}
-		}
+		poll.Eventually(t, 5*time.Second, name+" is served once the calls returned", func() error { return servedOrRefused(send()) })
 	}
 	wantDone := func(t *testing.T, name string, ch <-chan httpReply) {
 		t.Helper()
@@ -534,15 +534,21 @@ func TestMCPHTTPSessionIdle(t *testing.T) {
 	if r := httpSend(t, http.MethodPost, u, initializeBody); r.status != http.StatusServiceUnavailable {
 		t.Fatalf("second session: %d %s", r.status, r.body)
 	}
-	time.Sleep(time.Second)
+	// The idle session closes, and frees its place for a new one; a
+	// request in it would keep it open.
+	poll.Eventually(t, 5*time.Second, "a new session opens once the idle one closed", func() error {
+		return servedOrRefused(httpSend(t, http.MethodPost, u, initializeBody))
+	})
 	r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, "Mcp-Session-Id", id)
 	wantReply(t, "idle session", r, http.StatusNotFound, "application/json",
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}`+"\n")
-	httpInitialize(t, u)
 }
 
 // sdkGoroutines are the stacks of the goroutines running the SDK's code.
-func sdkGoroutines() []string {
+func sdkGoroutines() []string { return goroutines("modelcontextprotocol/go-sdk") }
+
+// goroutines are the stacks of the goroutines whose stack holds s.
+func goroutines(s string) []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -554,7 +560,7 @@ func sdkGoroutines() []string {
 	}
 	var stacks []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "modelcontextprotocol/go-sdk") {
+		if strings.Contains(g, s) {
 			stacks = append(stacks, g)
 		}
 	}
@@ -633,14 +639,12 @@ func TestMCPHTTPShutdown(t *testing.T) {
 		t.Error("the POST of the call in flight did not end")
 	}
 
-	// The SDK's goroutines of the session exit.
-	var after []string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if after = sdkGoroutines(); len(after) <= before {
-			return
+	poll.Eventually(t, 5*time.Second, "the SDK's goroutines of the session exit", func() error {
+		if after := sdkGoroutines(); len(after) > before {
+			return fmt.Errorf("%d goroutines in the SDK before the server, %d after its shutdown:\n%s", before, len(after), strings.Join(after, "\n\n"))
 		}
-	}
-	t.Errorf("%d goroutines in the SDK before the server, %d after its shutdown:\n%s", before, len(after), strings.Join(after, "\n\n"))
+		return nil
+	})
 }
 
 func TestNormalOrigin(t *testing.T) {

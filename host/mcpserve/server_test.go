@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -345,14 +347,15 @@ func TestMCPCancel(t *testing.T) {
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"millis": 20000, "started": marker}})
 			errc <- err
 		}()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(marker); err == nil {
-				break
+		poll.Eventually(t, 20*time.Second, "sleep starts", func() error {
+			select {
+			case err := <-errc:
+				return poll.Stop(fmt.Errorf("the call ended before sleep started: %v", err))
+			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("sleep did not start")
-			}
-		}
+			_, err := os.Stat(marker)
+			return err
+		})
 		cancel()
 		select {
 		case <-errc:

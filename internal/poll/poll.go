@@ -48,3 +48,16 @@ type stopError struct{ err error }
 
 func (e *stopError) Error() string { return e.err.Error() }
 func (e *stopError) Unwrap() error { return e.err }
+
+// Holds adapts a condition that says only whether it holds: a false is
+// "not yet".
+func Holds(cond func() bool) func() error {
+	return func() error {
+		if !cond() {
+			return errNotYet
+		}
+		return nil
+	}
+}
+
+var errNotYet = errors.New("not yet")
