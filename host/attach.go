@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/agenthost/agenthost/host/internal/proc"
 	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/internal/wire"
 )
@@ -77,7 +78,7 @@ func (p *toolSource) attach() (*instance, error) {
 		Reattach:         rc,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCDialOptions:  wire.DialOptions(),
-		Logger:           quietLogger{p.logger},
+		Logger:           proc.QuietLogger{Logger: p.logger},
 	})
 	rpc, err := client.Client()
 	if err != nil {

@@ -193,6 +193,6 @@ func (mcpLink) ping(ctx context.Context, inst *instance) error { return inst.mcp
 func (mcpLink) close(inst *instance, _ bool) {
 	inst.mcp.Close()
 	if r := inst.runner; r != nil {
-		<-r.done
+		<-r.Done()
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/agenthost/agenthost/host/internal/proc"
 	"github.com/agenthost/agenthost/host/mcpsource"
 	"github.com/agenthost/agenthost/internal/buildinfo"
 	"github.com/agenthost/agenthost/internal/textsafe"
@@ -339,7 +340,7 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := pluginEnv(p.pluginEnv)
+	env := proc.Env(p.pluginEnv)
 	if policy != nil && prof != nil {
 		env = append(env, prof.env...)
 	}
@@ -359,14 +360,14 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 		env = append(env, k+"="+srv.Env[k])
 	}
 	cmd := &exec.Cmd{Path: exe, Args: append([]string{srv.Command}, srv.Args...), Dir: srv.Dir, Env: env, ExtraFiles: extra}
-	r, err := newGroupRunner(p.logger, cmd, path)
+	r, err := proc.NewRunner(p.logger, cmd, path)
 	if err != nil {
 		return nil, err
 	}
-	r.policy = policy
-	stdin, err := r.openStdin()
+	r.Policy = policy
+	stdin, err := r.OpenStdin()
 	if err != nil {
-		r.closePipes()
+		r.ClosePipes()
 		return nil, err
 	}
 	if err := r.Start(ctx); err != nil {
@@ -416,11 +417,11 @@ func logStderr(p *toolSource, stderr io.Reader) {
 // (with its last words), did not answer in time, or answered wrong.
 func (p *toolSource) mcpStartError(ctx context.Context, inst *instance, err error) error {
 	select {
-	case <-inst.runner.done:
+	case <-inst.runner.Done():
 	case <-time.After(250 * time.Millisecond):
 	}
-	if msg, dead := inst.runner.startupExit(); dead {
-		if inst.runner.policy != nil {
+	if msg, dead := inst.runner.StartupExit(); dead {
+		if inst.runner.Policy != nil {
 			msg += "; if it needs more than the sandbox allows, see agenthost plugins, and grant it in its configuration"
 		}
 		return errors.New(msg)

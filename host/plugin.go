@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/agenthost/agenthost/host/internal/proc"
 	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/internal/wire"
 	"github.com/agenthost/agenthost/sdk"
@@ -42,20 +43,20 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := pluginEnv(p.pluginEnv)
+	env := proc.Env(p.pluginEnv)
 	p.mu.Lock()
 	perms := p.perms
 	p.mu.Unlock()
 	inst := &instance{perms: perms, sessionDir: p.sandbox.sessionDir(perms)}
-	hostEnd, pluginEnd, err := connPair()
+	hostEnd, pluginEnd, err := proc.Pair()
 	if err != nil {
 		return nil, err
 	}
 	// The host's end goes to gRPC when go-plugin dials; the plugin's, to
 	// the plugin, once it has started.
 	defer pluginEnd.Close()
-	conn := &pluginConn{host: hostEnd}
-	defer conn.closeUnused()
+	conn := proc.NewConn(hostEnd)
+	defer conn.CloseUnused()
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  goplugin.Handshake,
 		VersionedPlugins: goplugin.PluginSets(),
@@ -72,8 +73,8 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 			cmd.Path = exe
 			cmd.Args = []string{p.path}
 			cmd.ExtraFiles = append(slices.Clone(extra), pluginEnd)
-			conn.fd = 2 + len(cmd.ExtraFiles)
-			env = append(env, wire.ConnEnv+"="+strconv.Itoa(conn.fd))
+			conn.FD = 2 + len(cmd.ExtraFiles)
+			env = append(env, wire.ConnEnv+"="+strconv.Itoa(conn.FD))
 			if policy != nil {
 				env = append(env, sandboxEnvValue(perms, prof, policy))
 				if prof != nil {
@@ -81,12 +82,12 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 				}
 			}
 			cmd.Env = slices.Concat(env, cmd.Env)
-			r, err := newGroupRunner(l, cmd, p.path)
+			r, err := proc.NewRunner(l, cmd, p.path)
 			if r != nil {
-				r.policy = policy
-				r.conn = conn
+				r.Policy = policy
+				r.Conn = conn
 				// The name go-plugin would log the plugin's lines under.
-				r.speaksGoPlugin(p.logger.Named(p.name))
+				r.SpeaksGoPlugin(p.logger.Named(p.name))
 			}
 			inst.runner = r
 			return r, err
@@ -94,9 +95,9 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     p.startTimeout,
-		GRPCDialOptions:  append(wire.DialOptions(), grpc.WithContextDialer(conn.dial)),
+		GRPCDialOptions:  append(wire.DialOptions(), grpc.WithContextDialer(conn.Dial)),
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: p.sandbox.runDir()},
-		Logger:           quietLogger{p.logger},
+		Logger:           proc.QuietLogger{Logger: p.logger},
 	}
 	l := &goPluginLink{client: plugin.NewClient(cfg)}
 	inst.link = l
@@ -153,13 +154,13 @@ func (l *goPluginLink) shutdown(inst *instance) {
 	if status.Code(err) != codes.Unimplemented {
 		return
 	}
-	_ = r.signalGroup(syscall.SIGTERM)
+	_ = r.SignalGroup(syscall.SIGTERM)
 	grace := time.NewTimer(termGrace)
 	defer grace.Stop()
 	select {
-	case <-r.done:
+	case <-r.Done():
 	case <-grace.C:
-		_ = r.killGroup()
+		_ = r.KillGroup()
 	}
 }
 
@@ -221,7 +222,7 @@ func (p *toolSource) callError(ctx context.Context, inst *instance, err error) e
 	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && st.Code() != codes.Unavailable && time.Until(dl) < time.Second {
 		var exited <-chan struct{} // never, for an attached plugin
 		if inst.runner != nil {
-			exited = inst.runner.done
+			exited = inst.runner.Done()
 		}
 		select {
 		case <-ctx.Done():

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/agenthost/agenthost/host/internal/proc"
 	"github.com/agenthost/agenthost/host/mcpsource"
 	"github.com/agenthost/agenthost/internal/goplugin"
 	"github.com/agenthost/agenthost/sdk"
@@ -163,7 +164,7 @@ type instance struct {
 	link   link
 	conn   *goplugin.Client
 	mcp    *mcpsource.Session
-	runner *groupRunner
+	runner *proc.Runner
 
 	inflight atomic.Int64 // calls using the instance; changed up under toolSource.mu
 	lastUse  atomic.Int64 // unix nanoseconds when the last call ended
@@ -427,10 +428,10 @@ func (p *toolSource) probe(inst *instance, deadline bool) {
 func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) error {
 	if inst.runner != nil {
 		select {
-		case <-inst.runner.done:
+		case <-inst.runner.Done():
 		case <-time.After(250 * time.Millisecond):
 		}
-		if dead, _ := inst.runner.exited(); dead {
+		if dead, _ := inst.runner.Exited(); dead {
 			p.drop(inst, "exited during a call"+inst.exitReason())
 			p.logger.Warn(p.kind.noun()+" died during a call; the next call starts it again", "error", err)
 			return fmt.Errorf("%s exited during the call%s", p.what(), inst.exitReason())
@@ -471,7 +472,7 @@ func (p *toolSource) stopped(inst *instance) bool {
 // dead reports whether the instance's process has ended.
 func (inst *instance) dead() bool {
 	if inst.runner != nil {
-		if dead, _ := inst.runner.exited(); dead {
+		if dead, _ := inst.runner.Exited(); dead {
 			return true
 		}
 	}
@@ -486,7 +487,7 @@ func (inst *instance) exitReason() string {
 	if inst.runner == nil {
 		return ""
 	}
-	if dead, how := inst.runner.exited(); dead && how != nil {
+	if dead, how := inst.runner.Exited(); dead && how != nil {
 		return " (" + how.Error() + ")"
 	}
 	return ""
@@ -521,7 +522,7 @@ func (p *toolSource) close() {
 	// What it started in the background (an instance dropped before,
 	// the logging of its output) ends too, each bounded: nothing of the
 	// source runs, or logs, once Close returned.
-	if !p.bg.wait(stopTimeout + reapTimeout + drainMax) {
+	if !p.bg.wait(stopTimeout + reapTimeout + proc.DrainMax) {
 		p.logger.Warn(p.kind.noun() + " left work running past its close")
 	}
 }
@@ -550,13 +551,13 @@ func (inst *instance) stop(force bool) {
 	}
 	r := inst.runner
 	graceful := false
-	if r != nil && r.pid != 0 {
+	if r != nil && r.PID() != 0 {
 		// The instance is no longer handed to new calls (it was dropped
 		// first), so once idle it stays idle.
 		if force || (inst.link != nil && inst.link.idleKill() && inst.inflight.Load() == 0) {
-			_ = r.killGroup()
+			_ = r.KillGroup()
 		} else {
-			_ = r.signalGroup(syscall.SIGCONT)
+			_ = r.SignalGroup(syscall.SIGCONT)
 			graceful = true
 		}
 	}
@@ -568,7 +569,7 @@ func (inst *instance) stop(force bool) {
 		case inst.link != nil:
 			inst.link.close(inst, graceful)
 		case r != nil:
-			<-r.done
+			<-r.Done()
 		}
 	}()
 	select {
@@ -578,7 +579,7 @@ func (inst *instance) stop(force bool) {
 	if r == nil {
 		return
 	}
-	_ = r.killGroup()
+	_ = r.KillGroup()
 	// Whichever way go-plugin's Kill went (it returns at once when it
 	// could not ask the plugin to shut down), stop returns once the
 	// process has been reaped, within reapTimeout.
@@ -589,17 +590,17 @@ func (inst *instance) stop(force bool) {
 	case <-reap.C:
 		return
 	}
-	if r.pid != 0 {
+	if r.PID() != 0 {
 		select {
-		case <-r.done:
+		case <-r.Done():
 		case <-reap.C:
 			return
 		}
 	}
-	// Its output, read to the end or given up on (within drainMax), and
+	// Its output, read to the end or given up on (within proc.DrainMax), and
 	// logged: nothing of it is logged once stop returned.
 	select {
-	case <-r.finished:
-	case <-time.After(drainGrace + drainMax):
+	case <-r.Finished():
+	case <-time.After(proc.DrainGrace + proc.DrainMax):
 	}
 }

@@ -1,4 +1,4 @@
-package host
+package proc
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
-// drainGrace is how long a plugin's output is still read after its
+// DrainGrace is how long a plugin's output is still read after its
 // process has exited: what it wrote last arrives, and a grandchild that
 // holds the pipes open cannot hold up the host beyond it. Output that the
-// pipes already hold by then is read all the same, for up to drainMax:
+// pipes already hold by then is read all the same, for up to DrainMax:
 // it is the plugin's last words, which a busy host may not have got to.
 const (
-	drainGrace = 200 * time.Millisecond
-	drainMax   = time.Second
+	DrainGrace = 200 * time.Millisecond
+	DrainMax   = time.Second
 )
 
-// groupRunner starts a plugin binary the way the host needs it:
+// Runner starts a plugin binary the way the host needs it:
 //   - with no stdin, and its stdout read only by go-plugin's handshake, so
 //     a plugin can never read or write the host's own stdio (which carries
 //     MCP in server mode);
@@ -42,21 +42,22 @@ const (
 //     holding them would postpone for ever. The runner waits for the
 //     process itself, and a short drain after the process has exited it
 //     closes the pipes go-plugin reads;
-//   - for a plugin (speaksGoPlugin), with its handshake line checked in the
+//   - for a plugin (SpeaksGoPlugin), with its handshake line checked in the
 //     host's words before go-plugin reads it, and its stderr logged by the
-//     host rather than by go-plugin (see logPluginStderr).
-type groupRunner struct {
+//     host rather than by go-plugin (see LogStderr).
+type Runner struct {
 	logger hclog.Logger
 	cmd    *exec.Cmd
 	path   string
 	pid    int
-	// policy is the sandbox the process starts in; nil: none. proc is
-	// the process in it, once started.
-	policy *sandbox.Policy
+	// Policy is the sandbox the process starts in; nil: none. Set it
+	// before Start. proc is the process in it, once started.
+	Policy *sandbox.Policy
 	proc   *sandbox.Process
-	// conn is the host's end of a plugin's connection, when the host
-	// made one (go-plugin plugins); nil for an MCP server.
-	conn *pluginConn
+	// Conn is the host's end of a plugin's connection, when the host
+	// made one (go-plugin plugins); nil for an MCP server. Set it before
+	// Start.
+	Conn *Conn
 
 	// The OS pipes the process writes to, and the pipes go-plugin reads,
 	// fed from them.
@@ -71,7 +72,7 @@ type groupRunner struct {
 	finished chan struct{} // closed once its output is read to the end, or given up on
 	mu       sync.Mutex    // guards reaped against signals to the group
 	reaped   bool
-	tail     lastLine // the last line it wrote to stderr
+	tail     LastLine // the last line it wrote to stderr
 
 	// handshake: stdout starts with go-plugin's handshake line, which is
 	// checked (checkHandshake); badLine says what was wrong with it, under
@@ -81,11 +82,21 @@ type groupRunner struct {
 	pluginLog hclog.Logger
 }
 
-var _ runner.Runner = (*groupRunner)(nil)
+var _ runner.Runner = (*Runner)(nil)
 
-// newGroupRunner returns the runner of cmd, which starts the plugin binary
+// Done is closed once the process has been waited for.
+func (r *Runner) Done() <-chan struct{} { return r.done }
+
+// Finished is closed once the process's output has been read to the end,
+// or given up on (DrainGrace, DrainMax).
+func (r *Runner) Finished() <-chan struct{} { return r.finished }
+
+// PID is the process's id; 0 until it started.
+func (r *Runner) PID() int { return r.pid }
+
+// NewRunner returns the runner of cmd, which starts the plugin binary
 // at path (cmd.Path may name it otherwise, see openedBinary.execPath).
-func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunner, error) {
+func NewRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*Runner, error) {
 	cmd.Stdin = nil
 	cmd.SysProcAttr = pluginSysProcAttr()
 	osOut, childOut, err := os.Pipe()
@@ -99,7 +110,7 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunn
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = childOut, childErr
-	r := &groupRunner{
+	r := &Runner{
 		logger: logger, cmd: cmd, path: path,
 		osOut: osOut, osErr: osErr,
 		childEnds: []*os.File{childOut, childErr},
@@ -112,18 +123,18 @@ func newGroupRunner(logger hclog.Logger, cmd *exec.Cmd, path string) (*groupRunn
 	return r, nil
 }
 
-// speaksGoPlugin has the runner check the plugin's handshake line and log
+// SpeaksGoPlugin has the runner check the plugin's handshake line and log
 // its stderr to logger, rather than leave both to go-plugin. Call it
 // before Start.
-func (r *groupRunner) speaksGoPlugin(logger hclog.Logger) {
+func (r *Runner) SpeaksGoPlugin(logger hclog.Logger) {
 	r.handshake = true
 	r.pluginLog = logger
 }
 
-// openStdin gives the process a pipe for its stdin, instead of none, and
+// OpenStdin gives the process a pipe for its stdin, instead of none, and
 // returns the host's end of it: an MCP server over stdio reads its
 // requests there. Call it before Start; the caller closes the end.
-func (r *groupRunner) openStdin() (*os.File, error) {
+func (r *Runner) OpenStdin() (*os.File, error) {
 	child, host, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -133,10 +144,10 @@ func (r *groupRunner) openStdin() (*os.File, error) {
 	return host, nil
 }
 
-func (r *groupRunner) Start(context.Context) error {
+func (r *Runner) Start(context.Context) error {
 	var err error
-	if r.policy != nil {
-		r.proc, err = sandbox.Start(r.cmd, r.policy)
+	if r.Policy != nil {
+		r.proc, err = sandbox.Start(r.cmd, r.Policy)
 	} else {
 		err = r.cmd.Start()
 	}
@@ -144,7 +155,7 @@ func (r *groupRunner) Start(context.Context) error {
 		f.Close()
 	}
 	if err != nil {
-		r.closePipes()
+		r.ClosePipes()
 		close(r.finished)
 		return err
 	}
@@ -166,8 +177,8 @@ func (r *groupRunner) Start(context.Context) error {
 	})
 	if r.pluginLog != nil {
 		// go-plugin's end stays empty: it would log the same lines,
-		// less well (see logPluginStderr).
-		copies.Go(func() { logPluginStderr(r.pluginLog, r.osErr, &r.tail) })
+		// less well (see LogStderr).
+		copies.Go(func() { LogStderr(r.pluginLog, r.osErr, &r.tail) })
 	} else {
 		copies.Go(func() { copyOut(r.errW, r.osErr, &r.tail) })
 	}
@@ -177,7 +188,7 @@ func (r *groupRunner) Start(context.Context) error {
 		// signalled safely. What it left in its group goes with it;
 		// after the reap, the group is never signalled again.
 		if waitExited(r.pid) {
-			_ = r.signalGroup(syscall.SIGKILL)
+			_ = r.SignalGroup(syscall.SIGKILL)
 		}
 		r.mu.Lock()
 		// cmd's stdout and stderr are files, so Wait does not wait for
@@ -199,28 +210,28 @@ func (r *groupRunner) Start(context.Context) error {
 		go func() { copies.Wait(); close(drained) }()
 		select {
 		case <-drained:
-		case <-time.After(drainGrace):
+		case <-time.After(DrainGrace):
 			if !r.drainUnread(drained) {
 				r.logger.Debug("plugin output still open after it exited; closing it", "path", r.path, "pid", r.pid)
 			}
 		}
-		r.closePipes()
+		r.ClosePipes()
 		// Closed, the pipes end the copies' reads: what they read is
 		// written, or logged, before finished says the output is done.
 		select {
 		case <-drained:
-		case <-time.After(drainMax):
+		case <-time.After(DrainMax):
 		}
 		close(r.finished)
 	}()
 	return nil
 }
 
-// drainUnread waits, up to drainMax, until the process's pipes hold no
+// drainUnread waits, up to DrainMax, until the process's pipes hold no
 // output that has not been read, and reports whether they reached their
 // end (drained) meanwhile.
-func (r *groupRunner) drainUnread(drained <-chan struct{}) bool {
-	limit := time.NewTimer(drainMax)
+func (r *Runner) drainUnread(drained <-chan struct{}) bool {
+	limit := time.NewTimer(DrainMax)
 	defer limit.Stop()
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
@@ -255,9 +266,9 @@ func copyOut(w *io.PipeWriter, f *os.File, tail io.Writer) {
 	w.CloseWithError(err)
 }
 
-// closePipes gives go-plugin EOF and releases the host's ends of the OS
+// ClosePipes gives go-plugin EOF and releases the host's ends of the OS
 // pipes, whoever else still holds theirs.
-func (r *groupRunner) closePipes() {
+func (r *Runner) ClosePipes() {
 	r.outW.Close()
 	r.errW.Close()
 	r.osOut.Close()
@@ -265,7 +276,7 @@ func (r *groupRunner) closePipes() {
 }
 
 // Wait waits for the process and its output, and says how it ended.
-func (r *groupRunner) Wait(context.Context) error {
+func (r *Runner) Wait(context.Context) error {
 	<-r.done
 	return r.waitErr
 }
@@ -275,7 +286,7 @@ func (r *groupRunner) Wait(context.Context) error {
 // its stage is saying how: it is given stageGrace to, so that the
 // plugin's own exit status is not lost to the kill (go-plugin kills a
 // plugin whose output ends before its handshake).
-func (r *groupRunner) Kill(context.Context) error {
+func (r *Runner) Kill(context.Context) error {
 	if r.proc != nil {
 		select {
 		case <-r.outEnded:
@@ -286,18 +297,18 @@ func (r *groupRunner) Kill(context.Context) error {
 		default:
 		}
 	}
-	return r.killGroup()
+	return r.KillGroup()
 }
 
 // stageGrace bounds the wait for a plugin's stage to report the exit of
 // a plugin that closed its output, before it is killed.
 const stageGrace = 100 * time.Millisecond
 
-func (r *groupRunner) killGroup() error { return r.signalGroup(syscall.SIGKILL) }
+func (r *Runner) KillGroup() error { return r.SignalGroup(syscall.SIGKILL) }
 
-// signalGroup signals the plugin's process group, unless the plugin has
+// SignalGroup signals the plugin's process group, unless the plugin has
 // been reaped: from then on its number may belong to another process.
-func (r *groupRunner) signalGroup(sig syscall.Signal) error {
+func (r *Runner) SignalGroup(sig syscall.Signal) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pid == 0 || r.reaped {
@@ -310,8 +321,8 @@ func (r *groupRunner) signalGroup(sig syscall.Signal) error {
 	return nil
 }
 
-// exited reports whether the process has ended, and how.
-func (r *groupRunner) exited() (bool, error) {
+// Exited reports whether the process has ended, and how.
+func (r *Runner) Exited() (bool, error) {
 	select {
 	case <-r.done:
 		return true, r.waitErr
@@ -320,17 +331,17 @@ func (r *groupRunner) exited() (bool, error) {
 	}
 }
 
-func (r *groupRunner) Stdout() io.ReadCloser { return r.outR }
-func (r *groupRunner) Stderr() io.ReadCloser { return r.errR }
-func (r *groupRunner) Name() string          { return r.path }
-func (r *groupRunner) ID() string {
+func (r *Runner) Stdout() io.ReadCloser { return r.outR }
+func (r *Runner) Stderr() io.ReadCloser { return r.errR }
+func (r *Runner) Name() string          { return r.path }
+func (r *Runner) ID() string {
 	if r.pid == 0 {
 		return ""
 	}
 	return strconv.Itoa(r.pid)
 }
 
-func (r *groupRunner) Diagnose(context.Context) string {
+func (r *Runner) Diagnose(context.Context) string {
 	info, err := os.Stat(r.path)
 	switch {
 	case err != nil:
@@ -341,14 +352,14 @@ func (r *groupRunner) Diagnose(context.Context) string {
 	return "it is not an agenthost plugin, or it was built for another system or protocol version"
 }
 
-func (r *groupRunner) PluginToHost(network, addr string) (string, string, error) {
-	if r.conn != nil {
-		r.conn.handshake(network, addr)
+func (r *Runner) PluginToHost(network, addr string) (string, string, error) {
+	if r.Conn != nil {
+		r.Conn.handshake(network, addr)
 	}
 	return network, addr, nil
 }
 
-func (r *groupRunner) HostToPlugin(network, addr string) (string, string, error) {
+func (r *Runner) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
 }
 

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package host
+package proc
 
 import (
 	"os"
@@ -15,5 +15,5 @@ func pluginSysProcAttr() *syscall.SysProcAttr {
 // signalled at exit.
 func waitExited(int) bool { return false }
 
-// unread cannot tell here: a pipe's unread output is given drainGrace only.
+// unread cannot tell here: a pipe's unread output is given DrainGrace only.
 func unread(*os.File) bool { return false }

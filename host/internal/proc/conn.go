@@ -1,4 +1,4 @@
-package host
+package proc
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 // AutoMTLS would guard a named socket with certificates instead, for
 // about 20 ms of key generation at every launch.)
 
-// connPair makes the pair: the host's end and the plugin's, both
+// Pair makes the pair: the host's end and the plugin's, both
 // close-on-exec in the host.
-func connPair() (host, plugin *os.File, err error) {
+func Pair() (host, plugin *os.File, err error) {
 	// Under the fork lock, as Go's net package makes sockets where the
 	// kernel cannot make them close-on-exec at once: no process started
 	// meanwhile gets a copy.
@@ -40,16 +40,17 @@ func connPair() (host, plugin *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "plugin connection"), os.NewFile(uintptr(fds[1]), "host connection"), nil
 }
 
-// pluginConn is the host's end of one launch's connection, handed to
-// gRPC once.
-type pluginConn struct {
-	// fd is the plugin's descriptor number for its end.
-	fd int
+// Conn is the host's end of one launch's connection, handed to
+// gRPC once (Dial).
+type Conn struct {
+	// FD is the plugin's descriptor number for its end; set it before
+	// the plugin starts.
+	FD int
 
 	mu   sync.Mutex
 	host *os.File // nil once handed over
 	// path is the socket of a plugin that listens on one of its own
-	// instead, as its handshake line says (see dial).
+	// instead, as its handshake line says (see Dial).
 	path string
 }
 
@@ -57,11 +58,14 @@ type pluginConn struct {
 // transport broke, which means the plugin is gone.
 var errConnUsed = errors.New("the plugin's connection is closed")
 
-// dial is gRPC's dialer: it hands over the host's end, once. A plugin
+// NewConn returns the connection whose host end is host (Pair).
+func NewConn(host *os.File) *Conn { return &Conn{host: host} }
+
+// Dial is gRPC's dialer: it hands over the host's end, once. A plugin
 // that answers, in its handshake, with a socket path of its own (one
 // written for a host before protocol 1.5, allowed unix sockets) is
 // dialled there.
-func (c *pluginConn) dial(ctx context.Context, _ string) (net.Conn, error) {
+func (c *Conn) Dial(ctx context.Context, _ string) (net.Conn, error) {
 	c.mu.Lock()
 	f, path := c.host, c.path
 	c.host = nil
@@ -80,8 +84,8 @@ func (c *pluginConn) dial(ctx context.Context, _ string) (net.Conn, error) {
 	return net.FileConn(f)
 }
 
-// closeUnused closes the host's end if gRPC never took it.
-func (c *pluginConn) closeUnused() {
+// CloseUnused closes the host's end if gRPC never took it.
+func (c *Conn) CloseUnused() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.host != nil {
@@ -92,8 +96,8 @@ func (c *pluginConn) closeUnused() {
 
 // handshake takes note of the address the plugin's handshake line gives:
 // "fd:N", its end of the connection, or the path of a socket of its own.
-func (c *pluginConn) handshake(network, addr string) {
-	if network == "unix" && addr != wire.ConnAddrPrefix+strconv.Itoa(c.fd) {
+func (c *Conn) handshake(network, addr string) {
+	if network == "unix" && addr != wire.ConnAddrPrefix+strconv.Itoa(c.FD) {
 		c.mu.Lock()
 		c.path = addr
 		c.mu.Unlock()

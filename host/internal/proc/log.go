@@ -1,111 +1,39 @@
-package host
+package proc
 
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/wire"
 )
 
-// quietLogger is the logger go-plugin gets. Its Named loggers keep their
+// QuietLogger is the logger go-plugin gets. Its Named loggers keep their
 // levels (go-plugin's stdio client logs through one); go-plugin's own
 // lifecycle messages ("plugin process exited", "plugin failed to exit
 // gracefully") are demoted to debug, because the host reports what matters
 // of them itself, once, in its own words.
-type quietLogger struct {
+type QuietLogger struct {
 	hclog.Logger
 }
 
-func (l quietLogger) Info(msg string, args ...any)  { l.Logger.Debug(msg, args...) }
-func (l quietLogger) Warn(msg string, args ...any)  { l.Logger.Debug(msg, args...) }
-func (l quietLogger) Error(msg string, args ...any) { l.Logger.Debug(msg, args...) }
+func (l QuietLogger) Info(msg string, args ...any)  { l.Logger.Debug(msg, args...) }
+func (l QuietLogger) Warn(msg string, args ...any)  { l.Logger.Debug(msg, args...) }
+func (l QuietLogger) Error(msg string, args ...any) { l.Logger.Debug(msg, args...) }
 
-func (l quietLogger) Log(level hclog.Level, msg string, args ...any) {
+func (l QuietLogger) Log(level hclog.Level, msg string, args ...any) {
 	l.Logger.Debug(msg, args...)
 }
 
-// safeLogger is the registry's logger. What it logs comes partly from
-// plugins and file systems: file names, tool names, what a plugin writes
-// to its log (logPluginStderr logs a plugin's lines to a Named logger,
-// with the plugin's levels). hclog writes a message, a logger's name and the
-// keys of fields as they are, and a value holding a newline over several
-// lines, so a newline or an ANSI escape there could forge lines of the
-// host's log or paint the terminal. safeLogger writes each of them that
-// holds a control character, a bidi override or invalid UTF-8 quoted:
-// a message, name or key as textsafe.Name does, a value as hclog.Quote.
-type safeLogger struct {
-	hclog.Logger
-}
-
-func (l safeLogger) Log(level hclog.Level, msg string, args ...any) {
-	l.Logger.Log(level, textsafe.Name(msg), safeArgs(args)...)
-}
-func (l safeLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
-func (l safeLogger) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
-func (l safeLogger) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) }
-func (l safeLogger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
-func (l safeLogger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
-
-func (l safeLogger) Named(name string) hclog.Logger {
-	return safeLogger{l.Logger.Named(textsafe.Name(name))}
-}
-
-func (l safeLogger) ResetNamed(name string) hclog.Logger {
-	return safeLogger{l.Logger.ResetNamed(textsafe.Name(name))}
-}
-
-func (l safeLogger) With(args ...any) hclog.Logger {
-	return safeLogger{l.Logger.With(safeArgs(args)...)}
-}
-
-// safeArgs returns key-value pairs whose keys print on one line and whose
-// text values that need it are quoted. args is not changed.
-func safeArgs(args []any) []any {
-	var out []any
-	set := func(i int, v any) {
-		if out == nil {
-			out = append([]any(nil), args...)
-		}
-		out[i] = v
-	}
-	for i, a := range args {
-		var text string
-		switch v := a.(type) {
-		case string:
-			text = v
-		case error:
-			text = v.Error()
-		default:
-			continue
-		}
-		if !textsafe.NeedsQuoting(text) {
-			continue
-		}
-		if i%2 == 0 && i+1 < len(args) {
-			set(i, textsafe.Name(text)) // a key
-		} else {
-			set(i, hclog.Quote(text))
-		}
-	}
-	if out == nil {
-		return args
-	}
-	return out
-}
-
-// lastLine remembers the last non-empty line a plugin wrote to stderr, so
+// LastLine remembers the last non-empty line a plugin wrote to stderr, so
 // that a plugin that dies at start-up can be reported with its last words.
 // Lines of hclog's JSON format count only at warn or error level. When a
 // line says it is an error ("Error: ...", "panic: ..."), that line is the
@@ -113,7 +41,7 @@ func safeArgs(args []any) []any {
 // "    at ...", "Node.js v20"), which say nothing of the cause. It also
 // notes whether the plugin refused the handshake cookie, as a go-plugin
 // plugin of another program does.
-type lastLine struct {
+type LastLine struct {
 	mu      sync.Mutex
 	line    string
 	errLine string
@@ -130,7 +58,7 @@ func errorLine(s string) bool {
 		strings.HasPrefix(s, "panic:") || strings.Contains(s, "Exception:")
 }
 
-func (l *lastLine) Write(p []byte) (int, error) {
+func (l *LastLine) Write(p []byte) (int, error) {
 	for raw := range strings.SplitSeq(string(p), "\n") {
 		l.note(parseLogLine([]byte(raw), nil))
 	}
@@ -138,7 +66,7 @@ func (l *lastLine) Write(p []byte) (int, error) {
 }
 
 // note remembers a line of stderr, as parseLogLine read it.
-func (l *lastLine) note(e logEntry) {
+func (l *LastLine) note(e logEntry) {
 	s := e.text
 	if e.json {
 		s = ""
@@ -160,7 +88,7 @@ func (l *lastLine) note(e logEntry) {
 	}
 }
 
-func (l *lastLine) String() string {
+func (l *LastLine) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.errLine != "" {
@@ -169,7 +97,7 @@ func (l *lastLine) String() string {
 	return l.line
 }
 
-func (l *lastLine) refusedCookie() bool {
+func (l *LastLine) refusedCookie() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cookie
@@ -179,7 +107,7 @@ func (l *lastLine) refusedCookie() bool {
 // it does: a longer line is logged in pieces, at debug level.
 const maxLogLine = 64 << 10
 
-// logPluginStderr logs what a plugin writes to its stderr to logger, line
+// LogStderr logs what a plugin writes to its stderr to logger, line
 // by line, and notes its last words in tail, until stderr ends.
 //
 // It takes the place of go-plugin's reader of a plugin's stderr, and reads
@@ -190,7 +118,7 @@ const maxLogLine = 64 << 10
 // (2026-11-23T10:00:00.123Z), the line was logged whole at debug level,
 // its own level lost. And it takes "@message" and "@level" for strings
 // without checking: a plugin that wrote a number there crashed the host.
-func logPluginStderr(logger hclog.Logger, r io.Reader, tail *lastLine) {
+func LogStderr(logger hclog.Logger, r io.Reader, tail *LastLine) {
 	br := bufio.NewReaderSize(r, maxLogLine)
 	var inPanic, continued bool
 	for {
@@ -316,58 +244,11 @@ func logLevel(s string) hclog.Level {
 	return hclog.LevelFromString(s)
 }
 
-// launchError turns go-plugin's start-up errors, which span several lines
-// and name no cause, into one line that says what went wrong.
-func launchError(err error, inst *instance, startTimeout time.Duration) error {
-	text := err.Error()
-	first, _, _ := strings.Cut(text, "\n")
-	switch {
-	case strings.Contains(text, "timeout while waiting for plugin to start"):
-		return fmt.Errorf("it did not complete the handshake within %s", startTimeout)
-	case inst.runner == nil:
-		return errors.New(first)
-	}
-	if inst.runner.pid == 0 {
-		return execError(err)
-	}
-	if bad := inst.runner.handshakeError(); bad != nil {
-		return bad
-	}
-	// It closed its stdout without a word: it most likely exited.
-	select {
-	case <-inst.runner.done:
-	case <-time.After(time.Second):
-	}
-	msg, dead := inst.runner.startupExit()
-	if !dead {
-		return errors.New("it closed its output without completing the handshake")
-	}
-	return errors.New(msg)
-}
-
-// execError words the failure to execute a plugin's file, which the
-// kernel says in one word: a file that is neither a program for this
-// system nor a script starting with "#!", a script whose interpreter does
-// not exist.
-func execError(err error) error {
-	var errno syscall.Errno
-	if !errors.As(err, &errno) {
-		return err
-	}
-	switch errno {
-	case syscall.ENOEXEC:
-		return errors.New("it cannot be executed: it is neither a program for this system nor a script starting with #!")
-	case syscall.ENOENT:
-		return errors.New("it cannot be executed: the interpreter its #! line names, or the loader it needs, does not exist")
-	}
-	return fmt.Errorf("it cannot be executed: %s", errno.Error())
-}
-
-// startupExit says, of a process that exited before its handshake, how it
+// StartupExit says, of a process that exited before its handshake, how it
 // ended and its last words: "it exited during start-up (exit status 1):
 // LAST LINE". It reports false while the process runs.
-func (r *groupRunner) startupExit() (string, bool) {
-	dead, how := r.exited()
+func (r *Runner) StartupExit() (string, bool) {
+	dead, how := r.Exited()
 	if !dead {
 		return "", false
 	}

@@ -1,4 +1,4 @@
-package host
+package proc
 
 import (
 	"bufio"
@@ -26,10 +26,10 @@ const maxHandshakeLine = 4 << 10
 // the protocol field is taken for net/rpc and refused as that, the process
 // is killed, and what the plugin was told is that it "exited during
 // start-up". A line that passes is handed to go-plugin; one that does not
-// is recorded (handshakeError) and go-plugin gets an empty stdout, which
+// is recorded (HandshakeError) and go-plugin gets an empty stdout, which
 // fails its handshake. What follows the line is read and thrown away: a
 // plugin writes nothing else to its stdout.
-func (r *groupRunner) checkHandshake() {
+func (r *Runner) checkHandshake() {
 	br := bufio.NewReaderSize(r.osOut, maxHandshakeLine)
 	line, err := br.ReadSlice('\n')
 	switch {
@@ -38,7 +38,7 @@ func (r *groupRunner) checkHandshake() {
 	case len(line) > 0:
 		// A last line without its newline counts, as it does for go-plugin.
 		text := strings.TrimSpace(string(line))
-		if err := parseHandshake(text, r.conn); err != nil {
+		if err := parseHandshake(text, r.Conn); err != nil {
 			r.rejectHandshake(err)
 		} else {
 			_, _ = io.WriteString(r.outW, text+"\n")
@@ -48,15 +48,15 @@ func (r *groupRunner) checkHandshake() {
 	_, _ = io.Copy(io.Discard, br)
 }
 
-func (r *groupRunner) rejectHandshake(err error) {
+func (r *Runner) rejectHandshake(err error) {
 	r.mu.Lock()
 	r.badLine = err
 	r.mu.Unlock()
 }
 
-// handshakeError says what was wrong with the plugin's handshake line, or
+// HandshakeError says what was wrong with the plugin's handshake line, or
 // is nil.
-func (r *groupRunner) handshakeError() error {
+func (r *Runner) HandshakeError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.badLine
@@ -71,7 +71,7 @@ func (r *groupRunner) handshakeError() error {
 // IP:PORT are accepted too, as go-plugin accepts them). A sixth field,
 // go-plugin's server certificate for AutoMTLS, must be empty when it is
 // there: the host uses no TLS. Further fields are ignored.
-func parseHandshake(line string, conn *pluginConn) error {
+func parseHandshake(line string, conn *Conn) error {
 	fields := strings.Split(line, "|")
 	if len(fields) < 2 {
 		return fmt.Errorf("it is not an agenthost plugin: its first line of output was %s", quoteLine(line))
@@ -109,7 +109,7 @@ func parseHandshake(line string, conn *pluginConn) error {
 		return nil
 	}
 	if strings.HasPrefix(addr, wire.ConnAddrPrefix) {
-		if conn == nil || addr != wire.ConnAddrPrefix+strconv.Itoa(conn.fd) {
+		if conn == nil || addr != wire.ConnAddrPrefix+strconv.Itoa(conn.FD) {
 			return bad("its address (field 4) %s is not the connection the host passed", quoteLine(addr))
 		}
 		return nil

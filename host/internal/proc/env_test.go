@@ -1,4 +1,4 @@
-package host
+package proc
 
 import (
 	"slices"
@@ -27,7 +27,7 @@ func TestPluginEnvIsAnAllowList(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	env := pluginEnv([]string{"MY_TOOL_CONFIG", "NOT_SET_AT_ALL"})
+	env := Env([]string{"MY_TOOL_CONFIG", "NOT_SET_AT_ALL"})
 	got := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -56,10 +56,10 @@ func TestPluginEnvIsAnAllowList(t *testing.T) {
 
 func TestPluginEnvPassThroughOfASecretIsDeliberate(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-secret")
-	if slices.Contains(pluginEnv(nil), "OPENAI_API_KEY=sk-secret") {
+	if slices.Contains(Env(nil), "OPENAI_API_KEY=sk-secret") {
 		t.Error("OPENAI_API_KEY reaches plugins without --plugin-env")
 	}
-	if !slices.Contains(pluginEnv([]string{"OPENAI_API_KEY"}), "OPENAI_API_KEY=sk-secret") {
+	if !slices.Contains(Env([]string{"OPENAI_API_KEY"}), "OPENAI_API_KEY=sk-secret") {
 		t.Error("--plugin-env OPENAI_API_KEY does not pass it through")
 	}
 }
