@@ -70,7 +70,7 @@ func TestLockedLaunchRunsWhatWasHashed(t *testing.T) {
 	for range execRaceLaunches {
 		inst, err := p.launch()
 		if err == nil {
-			inst.stop(true)
+			inst.Stop(true)
 		}
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 			refused++

@@ -11,10 +11,9 @@ func (r *ToolRegistry) CallsInFlight(tool string) int64 {
 	if e == nil || e.source == nil {
 		return 0
 	}
-	e.source.mu.Lock()
-	defer e.source.mu.Unlock()
-	if e.source.inst == nil {
+	inst, ok := e.source.life.Current()
+	if !ok {
 		return 0
 	}
-	return e.source.inst.inflight.Load()
+	return inst.InFlight()
 }

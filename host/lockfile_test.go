@@ -200,7 +200,7 @@ func launchOnce(t *testing.T, bin string, lock *Lock, passThrough []string) (*in
 	p.lock, p.pluginEnv = lock, passThrough
 	inst, err := p.launch()
 	if err == nil {
-		t.Cleanup(func() { inst.stop(true) })
+		t.Cleanup(func() { inst.Stop(true) })
 	}
 	return inst, err
 }

@@ -300,9 +300,7 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 	opts := mcpsource.Options{Name: "agenthost", Version: buildinfo.Version(), Logger: p.logger, OnToolsChanged: p.onToolsChanged,
 		// A list that could never load is not read past what shows it.
 		MaxTools: MaxToolsPerPlugin, MaxListBytes: maxToolListBytes}
-	p.mu.Lock()
-	perms := p.perms
-	p.mu.Unlock()
+	perms := p.permissions()
 	inst := &instance{perms: perms}
 	switch srv.transport() {
 	case "http", "sse":
@@ -376,12 +374,12 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 	}
 	inst.runner = r
 	stderr := r.Stderr()
-	p.bg.Go(func() { logStderr(p, stderr) })
+	p.life.Go(func() { logStderr(p, stderr) })
 	inst.mcp, err = mcpsource.Connect(ctx, mcpsource.Stdio(r.Stdout(), stdin), opts)
 	if err != nil {
 		stdin.Close()
 		err = p.mcpStartError(ctx, inst, err)
-		inst.stop(true)
+		inst.Stop(true)
 		return nil, err
 	}
 	inst.link = mcpLink{}
@@ -508,20 +506,17 @@ func (p *toolSource) callMCP(ctx context.Context, tool string, args []byte) (str
 // short is errShuttingDown.
 func (p *toolSource) mcpCallError(ctx context.Context, inst *instance, err error) error {
 	if ctx.Err() != nil {
-		if !inst.dead() {
+		if !inst.Dead() {
 			p.probe(inst, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		}
 		return ctx.Err()
 	}
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
+	if p.life.Closed() {
 		// The host stopped the server under the request: no crash.
 		return errShuttingDown
 	}
 	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) && !inst.dead() {
+	if errors.As(err, &rpcErr) && !inst.Dead() {
 		return fmt.Errorf("%s answered: %s", p.what(), rpcErr.Message)
 	}
 	var broken *mcpsource.BrokenError
@@ -545,7 +540,7 @@ func (p *toolSource) onToolsChanged() {
 		p.pendingRefresh.Store(true)
 		return
 	}
-	p.bg.Go(*f)
+	p.life.Go(*f)
 }
 
 // refreshMCP lists the server's tools again, after it said they changed,

@@ -44,9 +44,7 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 		return nil, err
 	}
 	env := proc.Env(p.pluginEnv)
-	p.mu.Lock()
-	perms := p.perms
-	p.mu.Unlock()
+	perms := p.permissions()
 	inst := &instance{perms: perms, sessionDir: p.sandbox.sessionDir(perms)}
 	hostEnd, pluginEnd, err := proc.Pair()
 	if err != nil {
@@ -104,7 +102,7 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	rpc, err := l.client.Client()
 	if err != nil {
 		err = launchError(err, inst, p.startTimeout)
-		inst.stop(true)
+		inst.Stop(true)
 		return nil, err
 	}
 	if g, ok := rpc.(*plugin.GRPCClient); ok {
@@ -112,12 +110,12 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	}
 	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
-		inst.stop(true)
+		inst.Stop(true)
 		return nil, err
 	}
 	client, ok := raw.(*goplugin.Client)
 	if !ok {
-		inst.stop(true)
+		inst.Stop(true)
 		return nil, fmt.Errorf("unexpected plugin client %T", raw)
 	}
 	inst.conn = client
@@ -231,7 +229,7 @@ func (p *toolSource) callError(ctx context.Context, inst *instance, err error) e
 		}
 	}
 	if ctx.Err() != nil {
-		if !inst.dead() {
+		if !inst.Dead() {
 			p.probe(inst, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		}
 		return ctx.Err()
@@ -269,7 +267,7 @@ func (inst *instance) hostStream(p *toolSource) uint32 {
 			return
 		}
 		inst.hostID = 1
-		p.bg.Go(func() { answerHost(p, stream) })
+		p.life.Go(func() { answerHost(p, stream) })
 	})
 	return inst.hostID
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/agenthost/agenthost/host/internal/lifecycle"
 	"github.com/agenthost/agenthost/host/internal/proc"
 	"github.com/agenthost/agenthost/host/mcpsource"
 	"github.com/agenthost/agenthost/internal/goplugin"
@@ -26,65 +27,15 @@ const (
 	stopTimeout = 2 * time.Second
 	// reapTimeout bounds the wait for a killed plugin to be reaped.
 	reapTimeout = time.Second
-	// hangGrace is how long after a call's deadline a plugin has to
-	// answer a probe before it counts as hung and is killed.
-	hangGrace = time.Second
-
-	// A plugin that crashes maxCrashes times within crashWindow is
-	// disabled until ResetPlugin, Enable of one of its tools, or a new
-	// host. Between restarts it waits 0, backoffBase, 2×backoffBase, …
-	// up to backoffMax.
-	maxCrashes  = 5
-	crashWindow = time.Minute
-	backoffBase = 100 * time.Millisecond
-	backoffMax  = 5 * time.Second
 )
 
-var errShuttingDown = errors.New("the host is shutting down")
+var errShuttingDown = lifecycle.ErrShuttingDown
 
-// disabledError is the answer of a plugin disabled after repeated
-// crashes.
-type disabledError struct {
-	name, last string
-}
-
-func (e *disabledError) Error() string {
-	return fmt.Sprintf("%s disabled after repeated crashes (last: %s)", e.name, e.last)
-}
-
-// what names the source in messages: "plugin NAME" or "MCP server NAME".
-func (p *toolSource) what() string { return p.kind.label(p) }
-
-// call runs one of the source's tools: its text and its structured
-// result (nil when it has none).
-func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, error) {
-	return p.kind.call(ctx, p, tool, args, wantStructured)
-}
-
-// describe asks the source what it serves.
-func (p *toolSource) describe(ctx context.Context) (*description, error) {
-	return p.kind.describe(ctx, p)
-}
-
-// startFailure words a call whose source could not be started.
-func (p *toolSource) startFailure(ctx context.Context, err error) error {
-	var off *disabledError
-	switch {
-	case errors.As(err, &off):
-		return err
-	case ctx.Err() != nil:
-		return ctx.Err()
-	}
-	return fmt.Errorf("%s could not be started: %w", p.what(), err)
-}
-
-// launch starts a new instance of the source.
-func (p *toolSource) launch() (*instance, error) { return p.kind.launch(p) }
-
-// toolSource is one tool source — a plugin binary or an MCP server — and,
-// while it runs, its process (or, for an MCP server over HTTP, its
-// session). The lifecycle is the same for both; what differs is how an
-// instance is launched and spoken to (plugin.go, mcp.go).
+// toolSource is one tool source — a plugin binary, an attached plugin or
+// an MCP server — and, while it runs, its instance: its process (or, for
+// an MCP server over HTTP, its session). What differs between the kinds
+// is how an instance is launched and spoken to (kind, plugin.go,
+// mcp.go); the lifecycle is the same for all (lifecycle.Source).
 //
 // The process starts on the first call that needs it (or at load, when
 // the description is not cached or the host is eager) and stops after
@@ -93,8 +44,9 @@ func (p *toolSource) launch() (*instance, error) { return p.kind.launch(p) }
 // the next call. One launch is under way at a time: every caller that
 // needs the plugin meanwhile waits for it, within its own deadline.
 type toolSource struct {
-	// bg are the source's goroutines, which close waits for.
-	bg background
+	// life runs the source's instances, and the goroutines close waits
+	// for.
+	life *lifecycle.Source[*instance]
 
 	path         string
 	name         string
@@ -136,28 +88,16 @@ type toolSource struct {
 	calls    sync.Map // call id → the call's context, for the Host service
 	nextCall atomic.Uint64
 
-	mu sync.Mutex
 	// perms is what the plugin's processes get (sandboxConfig.granted of
 	// what it declares); until its description is known, the defaults.
-	perms     sdk.Permissions
-	inst      *instance
-	start     *startAttempt // the launch under way, if any
-	crashes   []time.Time   // within crashWindow
-	lastCrash string
-	disabled  bool
-	closed    bool
-	closing   chan struct{} // closed by close
+	mu    sync.Mutex
+	perms sdk.Permissions
 }
 
-// startAttempt is one launch, shared by every caller waiting for it.
-type startAttempt struct {
-	done chan struct{} // closed when inst or err is set
-	inst *instance
-	err  error
-}
-
-// instance is one running process of a plugin.
+// instance is one running instance of a source.
 type instance struct {
+	lifecycle.State
+
 	// link is how the host holds the instance (nil until its launch got
 	// that far); conn is a plugin's tool service, mcp an MCP server's
 	// session. runner is the process, when the host started one.
@@ -165,12 +105,6 @@ type instance struct {
 	conn   *goplugin.Client
 	mcp    *mcpsource.Session
 	runner *proc.Runner
-
-	inflight atomic.Int64 // calls using the instance; changed up under toolSource.mu
-	lastUse  atomic.Int64 // unix nanoseconds when the last call ended
-	idle     *time.Timer  // nil without an idle timeout
-	probing  atomic.Bool  // a hang probe is under way
-	dropped  bool         // no longer the plugin's instance; under toolSource.mu
 
 	perms      sdk.Permissions // what the process was started with
 	sessionDir string          // the session file's directory its sandbox allows
@@ -184,13 +118,63 @@ type instance struct {
 	stopped    bool
 }
 
+var _ lifecycle.Instance = (*instance)(nil)
+
 func newToolSource(kind sourceKind, path string, logger hclog.Logger, startTimeout, idleTimeout time.Duration) *toolSource {
 	name := filepath.Base(path)
-	return &toolSource{
+	p := &toolSource{
 		kind: kind, path: path, name: name, logger: logger.Named(name),
 		startTimeout: startTimeout, idleTimeout: idleTimeout,
-		closing: make(chan struct{}),
 	}
+	p.life = lifecycle.New(lifecycle.Config[*instance]{
+		Launch:      p.launch,
+		Label:       p.what,
+		Logger:      p.logger,
+		IdleTimeout: idleTimeout,
+		Stale:       p.sessionMoved,
+		LaunchWait:  stopTimeout,
+		// What it started in the background (an instance dropped
+		// before, the logging of its output) ends too, each bounded:
+		// nothing of the source runs, or logs, once Close returned.
+		CloseWait: stopTimeout + reapTimeout + proc.DrainMax,
+	})
+	return p
+}
+
+// launch starts a new instance of the source.
+func (p *toolSource) launch() (*instance, error) { return p.kind.launch(p) }
+
+// what names the source in messages: "plugin NAME" or "MCP server NAME".
+func (p *toolSource) what() string { return p.kind.label(p) }
+
+// call runs one of the source's tools: its text and its structured
+// result (nil when it has none).
+func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, error) {
+	return p.kind.call(ctx, p, tool, args, wantStructured)
+}
+
+// describe asks the source what it serves.
+func (p *toolSource) describe(ctx context.Context) (*description, error) {
+	return p.kind.describe(ctx, p)
+}
+
+// startFailure words a call whose source could not be started.
+func (p *toolSource) startFailure(ctx context.Context, err error) error {
+	var off *lifecycle.DisabledError
+	switch {
+	case errors.As(err, &off):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("%s could not be started: %w", p.what(), err)
+}
+
+// permissions is what a process started now gets.
+func (p *toolSource) permissions() sdk.Permissions {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.perms
 }
 
 // declared sets what the plugin gets from what it declares. A process
@@ -199,13 +183,29 @@ func newToolSource(kind sourceKind, path string, logger hclog.Logger, startTimeo
 func (p *toolSource) declared(asked sdk.Permissions) {
 	perms := p.sandbox.granted(p.path, asked, p.grant)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.perms = perms
+	p.mu.Unlock()
 	// An attached plugin runs in no sandbox of the host's.
-	if inst := p.inst; inst != nil && p.kind.hostStarted() && !samePermissions(inst.perms, perms) {
-		p.logger.Debug("restarting the plugin in the sandbox its description asks for", "permissions", perms.String())
-		p.dropLocked(inst, "")
+	if !p.kind.hostStarted() {
+		return
 	}
+	p.life.Replace(func(inst *instance) bool {
+		if samePermissions(inst.perms, perms) {
+			return false
+		}
+		p.logger.Debug("restarting the plugin in the sandbox its description asks for", "permissions", perms.String())
+		return true
+	})
+}
+
+// sessionMoved reports an instance whose sandbox allows a session file
+// that is no longer the one: its sandbox must follow.
+func (p *toolSource) sessionMoved(inst *instance) bool {
+	if !inst.perms.SessionFile || p.sandbox.mode == SandboxOff || p.sandbox.sessionDir(inst.perms) == inst.sessionDir {
+		return false
+	}
+	p.logger.Debug("the session file moved; restarting the plugin in a sandbox that allows it")
+	return true
 }
 
 func samePermissions(a, b sdk.Permissions) bool {
@@ -213,212 +213,28 @@ func samePermissions(a, b sdk.Permissions) bool {
 		a.Network == b.Network && a.Exec == b.Exec && a.SessionFile == b.SessionFile
 }
 
-// instance returns the running instance, launching one if there is none
-// or the last one died, and counts the caller in its calls: the caller
-// must release it. Callers arriving while a launch is under way (or
-// waiting out its backoff) share it.
-func (p *toolSource) instance(ctx context.Context) (*instance, error) {
-	p.mu.Lock()
-	for {
-		if p.closed {
-			p.mu.Unlock()
-			return nil, errShuttingDown
-		}
-		if inst := p.inst; inst != nil && inst.perms.SessionFile && p.sandbox.mode != SandboxOff && p.sandbox.sessionDir(inst.perms) != inst.sessionDir {
-			// The session file moved: its sandbox must follow.
-			p.logger.Debug("the session file moved; restarting the plugin in a sandbox that allows it")
-			p.dropLocked(inst, "")
-			continue
-		}
-		if inst := p.inst; inst != nil {
-			if !inst.dead() {
-				inst.inflight.Add(1)
-				p.mu.Unlock()
-				return inst, nil
-			}
-			p.logger.Warn("plugin exited; starting it again")
-			p.dropLocked(inst, "exited"+inst.exitReason())
-		}
-		if p.disabled {
-			err := &disabledError{name: p.what(), last: p.lastCrash}
-			p.mu.Unlock()
-			return nil, err
-		}
-		st := p.start
-		if st == nil {
-			st = &startAttempt{done: make(chan struct{})}
-			p.start = st
-			backoff := p.backoffLocked()
-			p.bg.Go(func() { p.restart(st, backoff) })
-		}
-		p.mu.Unlock()
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if st.err != nil {
-			return nil, st.err
-		}
-		p.mu.Lock()
-	}
-}
+// instance returns the running instance, launching one if need be, and
+// counts the caller in its calls: the caller must release it.
+func (p *toolSource) instance(ctx context.Context) (*instance, error) { return p.life.Get(ctx) }
 
-// release ends a call's use of inst; the last call out starts the idle
-// clock.
-func (p *toolSource) release(inst *instance) {
-	inst.lastUse.Store(time.Now().UnixNano())
-	if inst.inflight.Add(-1) == 0 && inst.idle != nil {
-		inst.idle.Reset(p.idleTimeout)
-	}
-}
+// release ends a call's use of inst.
+func (p *toolSource) release(inst *instance) { p.life.Release(inst) }
 
-// restart launches a new instance after delay and hands it to the
-// callers waiting on st.
-func (p *toolSource) restart(st *startAttempt, delay time.Duration) {
-	if delay > 0 {
-		p.logger.Debug("waiting before starting the plugin again", "backoff", delay)
-		select {
-		case <-time.After(delay):
-		case <-p.closing:
-		}
-	}
-	var inst *instance
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	err := errShuttingDown
-	if !closed {
-		inst, err = p.launch()
-	}
+// reset forgets the source's crashes and re-enables it.
+func (p *toolSource) reset() { p.life.Reset() }
 
-	p.mu.Lock()
-	p.start = nil
-	switch {
-	case err == nil && p.closed:
-		p.mu.Unlock()
-		inst.stop(false)
-		inst, err = nil, errShuttingDown
-		p.mu.Lock()
-	case err == nil:
-		p.inst = inst
-		if p.idleTimeout > 0 {
-			inst.lastUse.Store(time.Now().UnixNano())
-			inst.idle = time.AfterFunc(p.idleTimeout, func() { p.idleCheck(inst) })
-		}
-	case !errors.Is(err, errShuttingDown):
-		p.crashedLocked("could not be started: " + err.Error())
-	}
-	st.inst, st.err = inst, err
-	close(st.done)
-	p.mu.Unlock()
-}
+// drop forgets inst, counting a crash when reason is not empty, and stops
+// it in the background.
+func (p *toolSource) drop(inst *instance, reason string) { p.life.Drop(inst, reason) }
 
-// backoffLocked is the wait before the next launch: none after the first
-// crash, then doubling.
-func (p *toolSource) backoffLocked() time.Duration {
-	n := len(p.crashes)
-	if n <= 1 {
-		return 0
-	}
-	return min(backoffBase<<(n-2), backoffMax)
-}
+// probe checks that inst still answers after a call to it ended at its
+// deadline or was canceled (lifecycle.Source.Probe).
+func (p *toolSource) probe(inst *instance, deadline bool) { p.life.Probe(inst, deadline) }
 
-// crashedLocked counts a crash, and disables the plugin when there have
-// been too many.
-func (p *toolSource) crashedLocked(reason string) {
-	now := time.Now()
-	kept := p.crashes[:0]
-	for _, t := range p.crashes {
-		if now.Sub(t) < crashWindow {
-			kept = append(kept, t)
-		}
-	}
-	p.crashes = append(kept, now)
-	p.lastCrash = reason
-	if len(p.crashes) >= maxCrashes && !p.disabled {
-		p.disabled = true
-		p.logger.Error("plugin disabled after repeated crashes; re-enable one of its tools or restart the host",
-			"crashes", len(p.crashes), "within", crashWindow, "last", reason)
-	}
-}
-
-// reset forgets the plugin's crashes and re-enables it.
-func (p *toolSource) reset() {
-	p.mu.Lock()
-	p.crashes = nil
-	p.lastCrash = ""
-	p.disabled = false
-	p.mu.Unlock()
-}
-
-// dropLocked forgets inst, counting a crash when reason is not empty, and
-// stops it in the background.
-func (p *toolSource) dropLocked(inst *instance, reason string) {
-	if inst.dropped {
-		return
-	}
-	inst.dropped = true
-	if p.inst == inst {
-		p.inst = nil
-	}
-	if reason != "" {
-		p.crashedLocked(reason)
-	}
-	p.bg.Go(func() { inst.stop(reason != "") })
-}
-
-// drop is dropLocked for callers without the lock.
-func (p *toolSource) drop(inst *instance, reason string) {
-	p.mu.Lock()
-	p.dropLocked(inst, reason)
-	p.mu.Unlock()
-}
-
-// idleCheck stops inst if no call has used it for idleTimeout.
-func (p *toolSource) idleCheck(inst *instance) {
-	p.mu.Lock()
-	if p.inst != inst || inst.dropped || inst.inflight.Load() > 0 {
-		p.mu.Unlock()
-		return
-	}
-	if left := p.idleTimeout - time.Since(time.Unix(0, inst.lastUse.Load())); left > 0 {
-		inst.idle.Reset(left)
-		p.mu.Unlock()
-		return
-	}
-	p.logger.Debug("plugin idle; stopping it", "idle", p.idleTimeout)
-	p.dropLocked(inst, "")
-	p.mu.Unlock()
-}
-
-// probe checks, after a call to inst ended at its deadline (deadline) or
-// was canceled, that the plugin still answers. One that does not answer
-// within hangGrace is hung: its process group is killed, and the next
-// call starts a new one. A tool that merely ignores its deadline leaves
-// the plugin answering, and it is left alone. A plugin stopped meanwhile
-// (the host closing, after a canceled command) is no hang.
-func (p *toolSource) probe(inst *instance, deadline bool) {
-	if !inst.probing.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer inst.probing.Store(false)
-		ctx, cancel := p.bounded(hangGrace)
-		defer cancel()
-		err := inst.ping(ctx)
-		if err == nil || inst.dead() || p.stopped(inst) {
-			return
-		}
-		after := "after a call was canceled"
-		if deadline {
-			after = "after a call's deadline"
-		}
-		p.logger.Warn("plugin did not answer "+after+"; killing it", "grace", hangGrace, "error", err)
-		// Dropped first, so that no new call picks it up, then killed
-		// (stop with force kills the group at once).
-		p.drop(inst, fmt.Sprintf("stopped answering (no answer within %s %s)", hangGrace, after))
-	}()
+// bounded returns a context that ends after d, or when the source is
+// closed.
+func (p *toolSource) bounded(d time.Duration) (context.Context, context.CancelFunc) {
+	return p.life.Bounded(d)
 }
 
 // lostDuringCall drops inst after a call that failed because the
@@ -432,9 +248,9 @@ func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) er
 		case <-time.After(250 * time.Millisecond):
 		}
 		if dead, _ := inst.runner.Exited(); dead {
-			p.drop(inst, "exited during a call"+inst.exitReason())
+			p.drop(inst, "exited during a call"+inst.ExitReason())
 			p.logger.Warn(p.kind.noun()+" died during a call; the next call starts it again", "error", err)
-			return fmt.Errorf("%s exited during the call%s", p.what(), inst.exitReason())
+			return fmt.Errorf("%s exited during the call%s", p.what(), inst.ExitReason())
 		}
 	}
 	p.drop(inst, "stopped answering: "+detail)
@@ -442,35 +258,19 @@ func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) er
 	return fmt.Errorf("%s stopped answering: %s", p.what(), detail)
 }
 
-// bounded returns a context that ends after d, or when the source is
-// closed.
-func (p *toolSource) bounded(d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	go func() {
-		select {
-		case <-p.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}
-
-// stopped reports whether inst is no longer in use: the plugin was
-// closed, or inst dropped (idle, replaced) or being stopped.
-func (p *toolSource) stopped(inst *instance) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || inst.dropped {
-		return true
+// close stops the running instance, if any, and refuses new ones; once it
+// returns, nothing of the source runs.
+func (p *toolSource) close() {
+	if !p.life.Close() {
+		p.logger.Warn(p.kind.noun() + " left work running past its close")
 	}
-	inst.hostMu.Lock()
-	defer inst.hostMu.Unlock()
-	return inst.stopped
 }
 
-// dead reports whether the instance's process has ended.
-func (inst *instance) dead() bool {
+// Lifecycle is the instance's bookkeeping (lifecycle.Instance).
+func (inst *instance) Lifecycle() *lifecycle.State { return &inst.State }
+
+// Dead reports whether the instance's process has ended.
+func (inst *instance) Dead() bool {
 	if inst.runner != nil {
 		if dead, _ := inst.runner.Exited(); dead {
 			return true
@@ -479,11 +279,11 @@ func (inst *instance) dead() bool {
 	return inst.link != nil && inst.link.ended(inst)
 }
 
-// ping checks that the instance still answers.
-func (inst *instance) ping(ctx context.Context) error { return inst.link.ping(ctx, inst) }
+// Ping checks that the instance still answers.
+func (inst *instance) Ping(ctx context.Context) error { return inst.link.ping(ctx, inst) }
 
-// exitReason is " (how it ended)", or "" when that is not known.
-func (inst *instance) exitReason() string {
+// ExitReason is " (how it ended)", or "" when that is not known.
+func (inst *instance) ExitReason() string {
 	if inst.runner == nil {
 		return ""
 	}
@@ -493,41 +293,14 @@ func (inst *instance) exitReason() string {
 	return ""
 }
 
-// close stops the running instance, if any, and refuses new ones. A
-// launch under way is waited for, within stopTimeout, and stopped.
-func (p *toolSource) close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	inst := p.inst
-	p.inst = nil
-	p.closed = true
-	close(p.closing)
-	st := p.start
-	if inst != nil {
-		inst.dropped = true
-	}
-	p.mu.Unlock()
-	if st != nil {
-		select {
-		case <-st.done:
-		case <-time.After(stopTimeout):
-		}
-	}
-	if inst != nil {
-		inst.stop(false)
-	}
-	// What it started in the background (an instance dropped before,
-	// the logging of its output) ends too, each bounded: nothing of the
-	// source runs, or logs, once Close returned.
-	if !p.bg.wait(stopTimeout + reapTimeout + proc.DrainMax) {
-		p.logger.Warn(p.kind.noun() + " left work running past its close")
-	}
+// Stopping reports whether the instance is being stopped.
+func (inst *instance) Stopping() bool {
+	inst.hostMu.Lock()
+	defer inst.hostMu.Unlock()
+	return inst.stopped
 }
 
-// stop ends the instance within stopTimeout+reapTimeout, and its whole
+// Stop ends the instance within stopTimeout+reapTimeout, and its whole
 // process group with it, taking any children the plugin started.
 //
 // A plugin with no call in flight has nothing left to finish, so its
@@ -539,22 +312,19 @@ func (p *toolSource) close() {
 // calls is asked to shut down, which ends them (see shutdown); a stopped
 // (SIGSTOP) one is continued first, so that it can, and one that still
 // does not exit in time is killed.
-func (inst *instance) stop(force bool) {
+func (inst *instance) Stop(force bool) {
 	inst.hostMu.Lock()
 	inst.stopped = true
 	if inst.hostCancel != nil {
 		inst.hostCancel()
 	}
 	inst.hostMu.Unlock()
-	if inst.idle != nil {
-		inst.idle.Stop()
-	}
 	r := inst.runner
 	graceful := false
 	if r != nil && r.PID() != 0 {
 		// The instance is no longer handed to new calls (it was dropped
 		// first), so once idle it stays idle.
-		if force || (inst.link != nil && inst.link.idleKill() && inst.inflight.Load() == 0) {
+		if force || (inst.link != nil && inst.link.idleKill() && inst.InFlight() == 0) {
 			_ = r.KillGroup()
 		} else {
 			_ = r.SignalGroup(syscall.SIGCONT)

@@ -1,22 +1,22 @@
-package host
+package lifecycle
 
 import (
 	"sync"
 	"time"
 )
 
-// background is a set of goroutines that a source's close waits for: an
+// Background is a set of goroutines that a source's close waits for: an
 // instance being stopped, its stderr being logged, its Host stream being
 // answered, a restart, a tools/list_changed refresh. Unlike a
 // sync.WaitGroup, it may be added to while it is waited for.
-type background struct {
+type Background struct {
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed while n is 0
 }
 
 // Go runs f on a goroutine of its own, counted until f returns.
-func (b *background) Go(f func()) {
+func (b *Background) Go(f func()) {
 	b.mu.Lock()
 	if b.n == 0 {
 		b.idle = make(chan struct{})
@@ -29,7 +29,7 @@ func (b *background) Go(f func()) {
 	}()
 }
 
-func (b *background) done() {
+func (b *Background) done() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.n--; b.n == 0 {
@@ -39,7 +39,7 @@ func (b *background) done() {
 
 // wait waits until no goroutine of b runs, for up to d, and reports
 // whether none does.
-func (b *background) wait(d time.Duration) bool {
+func (b *Background) wait(d time.Duration) bool {
 	b.mu.Lock()
 	if b.n == 0 {
 		b.mu.Unlock()
