@@ -41,6 +41,11 @@
 // process groups of their own, are restarted on the next call after they
 // die, and do not outlive the host, even one killed with SIGKILL (Linux).
 //
+// Beside it: package agent (host/agent) runs the model ↔ tool loop over a
+// registry, package mcpserve (host/mcpserve) serves a registry to MCP
+// clients, and package config (host/config) reads the configuration file
+// the agenthost CLI reads into [Options].
+//
 // On Linux each plugin starts through a stage: the host re-executes its
 // own executable, which an init function of a package this one imports
 // recognises before main runs; it enters the tool's namespaces, limits
