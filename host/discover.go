@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -109,11 +108,8 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceRep
 		r.logger.Warn("loading plugins that others may replace (allowed by the host's options)", "reason", shared)
 		shared = nil
 	}
-	procs := make([]*toolSource, len(paths))
-	descs := make([]*description, len(paths))
-	errs := make([]error, len(paths))
-	cached := make([]bool, len(paths))
-	launched := make([]bool, len(paths))
+	l := newLoad(len(paths))
+	procs, descs, errs, cached, launched := l.procs, l.descs, l.errs, l.cached, l.launched
 	var wg sync.WaitGroup
 	for i, path := range paths {
 		procs[i] = newToolSource(pluginKind{}, path, r.logger, r.startTimeout, r.idleTimeout)
@@ -174,17 +170,44 @@ func (r *ToolRegistry) LoadPlugins(ctx context.Context, dir string) ([]SourceRep
 		})
 	}
 	wg.Wait()
+	return r.adoptAll(l, nil), nil
+}
 
-	reports := make([]SourceReport, len(paths))
-	for i, proc := range procs {
-		reports[i], _ = r.adopt(proc, descs[i], errs[i])
-		reports[i].Cached = cached[i]
-		reports[i].Launched = launched[i]
+// load is what one load (LoadPlugins, LoadMCPServers) learned of each of
+// its sources: its description or why there is none, whether it came
+// from the cache, whether a process was launched to learn it.
+type load struct {
+	procs    []*toolSource
+	descs    []*description
+	errs     []error
+	cached   []bool
+	launched []bool
+}
+
+func newLoad(n int) *load {
+	return &load{
+		procs: make([]*toolSource, n), descs: make([]*description, n), errs: make([]error, n),
+		cached: make([]bool, n), launched: make([]bool, n),
+	}
+}
+
+// adoptAll registers the tools of each source of l, in order, or reports
+// why not, calls adopted (if set) for each source whose tools were
+// registered, and records and returns the reports.
+func (r *ToolRegistry) adoptAll(l *load, adopted func(*toolSource)) []SourceReport {
+	reports := make([]SourceReport, len(l.procs))
+	for i, proc := range l.procs {
+		reports[i], _ = r.adopt(proc, l.descs[i], l.errs[i])
+		reports[i].Cached = l.cached[i]
+		reports[i].Launched = l.launched[i]
+		if reports[i].Err == nil && adopted != nil {
+			adopted(proc)
+		}
 	}
 	r.mu.Lock()
 	r.reports = append(r.reports, reports...)
 	r.mu.Unlock()
-	return reports, nil
+	return reports
 }
 
 // trusted checks that no one but the user and root can replace the
@@ -425,91 +448,4 @@ func (r *ToolRegistry) Plugins() []SourceReport {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return append([]SourceReport(nil), r.reports...)
-}
-
-// Close stops every plugin process the registry started, with their
-// children, within a bounded time, and leaves the registry's plugin tools
-// unable to run. Close is idempotent.
-func (r *ToolRegistry) Close() error {
-	r.mu.Lock()
-	procs := r.plugins
-	r.plugins = nil
-	r.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, p := range procs {
-		wg.Go(p.close)
-	}
-	wg.Wait()
-	return nil
-}
-
-// sourceTool is a tool served by a plugin binary or an MCP server.
-type sourceTool struct {
-	proc *toolSource
-	// remote is the tool's name at its source; the registry's name may
-	// have a prefix.
-	remote string
-
-	schema ChatTool
-	ann    Annotations
-	// checksArgs: the plugin checks the arguments against the schema
-	// itself (protocol 1.2 checks_arguments).
-	checksArgs bool
-	// resolved: the parameters schema is known to resolve as an object
-	// schema (toolSource.resolved).
-	resolved bool
-	// title is the tool's title (protocol 1.4), output its output schema
-	// (protocol 1.4; nil for none).
-	title  string
-	output json.RawMessage
-}
-
-var (
-	_ ExecutableTool     = (*sourceTool)(nil)
-	_ sdk.Annotator      = (*sourceTool)(nil)
-	_ sdk.Titler         = (*sourceTool)(nil)
-	_ sdk.StructuredTool = (*sourceTool)(nil)
-)
-
-func newSourceTool(proc *toolSource, name string, spec toolSpec) *sourceTool {
-	return &sourceTool{
-		proc:       proc,
-		remote:     spec.Name,
-		checksArgs: spec.ChecksArguments,
-		title:      spec.Title,
-		output:     spec.Output,
-		schema:     sdk.NewChatTool(name, spec.Description, spec.Parameters),
-		ann: Annotations{
-			ReadOnly:    spec.ReadOnly,
-			Destructive: spec.Destructive,
-			Idempotent:  spec.Idempotent,
-			OpenWorld:   spec.OpenWorld,
-			OptIn:       spec.OptIn,
-			Timeout:     spec.Timeout,
-		},
-	}
-}
-
-func (t *sourceTool) Name() string             { return t.schema.Function.Name }
-func (t *sourceTool) Schema() ChatTool         { return t.schema }
-func (t *sourceTool) Annotations() Annotations { return t.ann }
-
-func (t *sourceTool) Title() string                 { return t.title }
-func (t *sourceTool) OutputSchema() json.RawMessage { return t.output }
-
-func (t *sourceTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
-	text, _, err := t.proc.call(ctx, t.remote, args, false)
-	return text, err
-}
-
-func (t *sourceTool) ExecuteStructured(ctx context.Context, args json.RawMessage) (string, json.RawMessage, error) {
-	return t.proc.call(ctx, t.remote, args, true)
-}
-
-// nonEmpty is raw, or nil when it is empty.
-func nonEmpty(raw []byte) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	return raw
 }

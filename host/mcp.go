@@ -47,11 +47,8 @@ const MCPSourcePrefix = "mcp:"
 // skipped with a warning naming it and the reason; a tool whose name is
 // taken is refused with the registry's duplicate message. The rest load.
 func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) []SourceReport {
-	procs := make([]*toolSource, len(servers))
-	descs := make([]*description, len(servers))
-	errs := make([]error, len(servers))
-	cached := make([]bool, len(servers))
-	launched := make([]bool, len(servers))
+	l := newLoad(len(servers))
+	procs, descs, errs, cached, launched := l.procs, l.descs, l.errs, l.cached, l.launched
 	var wg sync.WaitGroup
 	for i := range servers {
 		srv := servers[i]
@@ -92,24 +89,15 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 	}
 	wg.Wait()
 
-	reports := make([]SourceReport, len(servers))
-	for i, proc := range procs {
-		reports[i], _ = r.adopt(proc, descs[i], errs[i])
-		reports[i].Cached = cached[i]
-		reports[i].Launched = launched[i]
-		if reports[i].Err == nil {
-			// From now on the server's word that its tools changed
-			// counts; before, its tools were being listed anyway.
-			refresh := func() { r.refreshMCP(proc) }
-			proc.toolsChanged.Store(&refresh)
-			if proc.pendingRefresh.Load() {
-				proc.onToolsChanged()
-			}
+	reports := r.adoptAll(l, func(proc *toolSource) {
+		// From now on the server's word that its tools changed counts;
+		// before, its tools were being listed anyway.
+		refresh := func() { r.refreshMCP(proc) }
+		proc.toolsChanged.Store(&refresh)
+		if proc.pendingRefresh.Load() {
+			proc.onToolsChanged()
 		}
-	}
-	r.mu.Lock()
-	r.reports = append(r.reports, reports...)
-	r.mu.Unlock()
+	})
 	if len(servers) > 0 {
 		r.changed()
 	}

@@ -763,3 +763,19 @@ func (r *ToolRegistry) state(context.Context) (sdk.State, error) {
 		SessionContextFilePath: tc.SessionContextFilePath(),
 	}, nil
 }
+
+// Close stops every plugin process the registry started, with their
+// children, within a bounded time, and leaves the registry's plugin tools
+// unable to run. Close is idempotent.
+func (r *ToolRegistry) Close() error {
+	r.mu.Lock()
+	procs := r.plugins
+	r.plugins = nil
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(p.close)
+	}
+	wg.Wait()
+	return nil
+}
