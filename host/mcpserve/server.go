@@ -113,9 +113,9 @@ type Server struct {
 	handler http.Handler
 
 	mu       sync.Mutex
-	sessions map[*mcp.ServerSession]bool // those of Connect, until they end
-	closing  bool                        // the shutdown has begun
-	closed   <-chan struct{}             // closeSessions's, once called
+	sessions map[*mcp.ServerSession]*owedTransport // those of Connect, until they end
+	closing  bool                                  // the shutdown has begun
+	closed   <-chan struct{}                       // closeSessions's, once called
 
 	quit    chan struct{} // closed as the shutdown begins
 	drained chan struct{} // closed once the calls in flight are done
@@ -124,7 +124,7 @@ type Server struct {
 // New returns a server of the registry's enabled tools. A nil opts is
 // the zero Options.
 func New(reg *host.ToolRegistry, opts *Options) *Server {
-	s := &Server{sessions: map[*mcp.ServerSession]bool{}, quit: make(chan struct{}), drained: make(chan struct{})}
+	s := &Server{sessions: map[*mcp.ServerSession]*owedTransport{}, quit: make(chan struct{}), drained: make(chan struct{})}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -164,7 +164,8 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerS
 	if closing {
 		return nil, ErrServerClosed
 	}
-	ss, err := s.server.Connect(ctx, t, opts)
+	owed := newOwedTransport(t)
+	ss, err := s.server.Connect(ctx, owed, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerS
 		ss.Close()
 		return nil, ErrServerClosed
 	}
-	s.sessions[ss] = true
+	s.sessions[ss] = owed
 	s.mu.Unlock()
 	go func() {
 		ss.Wait()
@@ -305,15 +306,20 @@ func (s *Server) closeSessions() <-chan struct{} {
 	if s.closed != nil {
 		return s.closed
 	}
-	open := slices.Collect(maps.Keys(s.sessions))
+	open := maps.Clone(s.sessions)
 	httpClosed := s.rpc.closeSessions()
 	done := make(chan struct{})
 	s.closed = done
 	s.stopSync()
 	go func() {
 		var wg sync.WaitGroup
-		for _, ss := range open {
-			wg.Go(func() { ss.Close() })
+		for ss, owed := range open {
+			wg.Go(func() {
+				// The answers of the calls the drain let finish are
+				// written before the session closes.
+				owed.settle(answerWait)
+				ss.Close()
+			})
 		}
 		wg.Wait()
 		<-httpClosed
