@@ -343,7 +343,7 @@ func TestStoppedPluginIsReplacedAfterItsDeadline(t *testing.T) {
 	started := startedMarker(t, opts)
 	reg := load(t, pluginDir(t, "test"), opts)
 	pid := atoi(t, call(t, reg, "pid", `{}`))
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	plugintest.KillAtEnd(t, pid)
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
@@ -373,7 +373,7 @@ func TestCloseIsBoundedWithAStoppedPlugin(t *testing.T) {
 	t.Parallel()
 	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir()})
 	pid := atoi(t, call(t, reg, "pid", `{}`))
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	plugintest.KillAtEnd(t, pid)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestCloseLeavesNothingOfAnIdlePlugin(t *testing.T) {
 	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir(), Grants: execGrant("test")})
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 	child := atoi(t, call(t, reg, "spawn", `{}`))
-	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	plugintest.KillAtEnd(t, child)
 	servesOnTheHostsConnection(t, pid)
 	closeWithin(t, reg, 10*time.Second)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
@@ -455,7 +455,7 @@ func TestCloseIsBoundedWhenAGrandchildHoldsStderr(t *testing.T) {
 	reg := load(t, pluginDir(t, "test"), &host.Options{CacheDir: t.TempDir(), Grants: execGrant("test")})
 	pid := atoi(t, call(t, reg, "pid", `{}`))
 	grandchild := atoi(t, call(t, reg, "hold", `{}`))
-	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
+	plugintest.KillAtEnd(t, grandchild)
 	closeWithin(t, reg, 10*time.Second)
 	waitGone(t, pid, "the plugin")
 	if !alive(grandchild) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/plugintest"
 )
 
 // TestMCPCancellationReachesTheServer: a caller that gives up sends MCP's
@@ -60,7 +61,7 @@ func TestMCPStoppedServerIsReplacedAfterItsDeadline(t *testing.T) {
 	t.Parallel()
 	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, hostileMCP(t, "hostile"))
 	pid := atoi(t, call(t, reg, "pid", `{}`))
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	plugintest.KillAtEnd(t, pid)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
