@@ -183,3 +183,30 @@ func readLines(t *testing.T, r *bufio.Scanner, keys ...string) map[string]string
 	}
 	return got
 }
+
+// processStatus says, for a failure, what the process pid is: its name,
+// state, parent and pids in its namespaces.
+func processStatus(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	var keep []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		for _, key := range []string{"Name:", "State:", "PPid:", "NSpid:"} {
+			if strings.HasPrefix(line, key) {
+				keep = append(keep, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
+	return strings.Join(keep, ", ")
+}
+
+// processesStatus is processStatus of each of pids.
+func processesStatus(pids []int) string {
+	var out []string
+	for _, pid := range pids {
+		out = append(out, fmt.Sprintf("%d: %s", pid, processStatus(pid)))
+	}
+	return "[" + strings.Join(out, "; ") + "]"
+}

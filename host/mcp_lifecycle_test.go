@@ -59,12 +59,24 @@ func TestMCPIdleServerIsStoppedAndStartsAgain(t *testing.T) {
 // starts a new one.
 func TestMCPStoppedServerIsReplacedAfterItsDeadline(t *testing.T) {
 	t.Parallel()
-	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, hostileMCP(t, "hostile"))
-	pid := atoi(t, call(t, reg, "pid", `{}`))
+	srv := hostileMCP(t, "hostile")
+	mark := marked(t, &srv)
+	reg := loadMCP(t, &host.Options{CacheDir: host.NoCache}, srv)
+	answer := call(t, reg, "pid", `{}`)
+	pid := atoi(t, answer)
 	plugintest.KillAtEnd(t, pid)
+	defer func() {
+		if t.Failed() {
+			t.Logf("the server answered pid %q, read as %d (%s); the processes of the server now: %s",
+				answer, pid, processStatus(pid), processesStatus(serverPIDs(t, mark)))
+		}
+	}()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// The stop takes effect as each of its threads next runs: the call
+	// goes once it has.
+	eventually(t, "the server is stopped", func() bool { return strings.Contains(processStatus(pid), "State: T") })
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	if got := reg.Execute(ctx, "echo", []byte(`{"text":"x"}`)); !strings.HasPrefix(got, "Error executing echo: timed out after ") {
