@@ -91,5 +91,5 @@ func (p *toolSource) attach() (*instance, error) {
 		g.Conn.Close()
 		return nil, fmt.Errorf("connecting to the plugin: %w", err)
 	}
-	return &instance{link: &attachedLink{client: client, grpc: g.Conn}, conn: raw.(*goplugin.Client)}, nil
+	return &instance{link: &attachedLink{goPluginLink{client: client, grpc: g.Conn}}, conn: raw.(*goplugin.Client)}, nil
 }

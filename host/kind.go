@@ -137,8 +137,10 @@ type goPluginLink struct {
 func (l *goPluginLink) ended(*instance) bool { return l.client.Exited() }
 func (l *goPluginLink) idleKill() bool       { return true }
 
+// ping asks for the plugin's description, which every plugin serves.
 func (l *goPluginLink) ping(ctx context.Context, inst *instance) error {
-	return describePing(ctx, inst)
+	_, err := inst.conn.Describe(ctx, &toolv1.DescribeRequest{ProtocolMinor: wire.ProtocolMinor})
+	return err
 }
 
 func (l *goPluginLink) close(inst *instance, graceful bool) {
@@ -149,28 +151,14 @@ func (l *goPluginLink) close(inst *instance, graceful bool) {
 }
 
 // attachedLink is the connection to an attached plugin, whose process is
-// not the host's.
-type attachedLink struct {
-	client *plugin.Client
-	grpc   *grpc.ClientConn
-}
+// not the host's: it is spoken to as a started plugin is, but never
+// killed.
+type attachedLink struct{ goPluginLink }
 
-func (l *attachedLink) ended(*instance) bool { return l.client.Exited() }
-func (l *attachedLink) idleKill() bool       { return false }
-
-func (l *attachedLink) ping(ctx context.Context, inst *instance) error {
-	return describePing(ctx, inst)
-}
+func (l *attachedLink) idleKill() bool { return false }
 
 // close disconnects. The plugin is not the host's to stop.
 func (l *attachedLink) close(*instance, bool) { l.grpc.Close() }
-
-// describePing checks that a plugin answers: with a Describe, which every
-// plugin serves.
-func describePing(ctx context.Context, inst *instance) error {
-	_, err := inst.conn.Describe(ctx, &toolv1.DescribeRequest{ProtocolMinor: wire.ProtocolMinor})
-	return err
-}
 
 // mcpLink is an MCP server's session (inst.mcp).
 type mcpLink struct{}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // TestMCPFileOperations drives the built agenthost mcp over stdio with
@@ -54,29 +55,29 @@ func TestMCPFileOperations(t *testing.T) {
 	secret := filepath.Join(outside, "secret.txt")
 
 	t.Run("read_multiple_files with some files failing", func(t *testing.T) {
-		res := call(t, cs, "read_multiple_files", map[string]any{"paths": []string{"notes.txt", "missing.txt", secret, "escape", "pipe", "todo.txt"}})
+		res := servetest.Call(t, cs, "read_multiple_files", map[string]any{"paths": []string{"notes.txt", "missing.txt", secret, "escape", "pipe", "todo.txt"}})
 		want := "==> notes.txt <==\nalpha\nbeta\n" +
 			"\n==> missing.txt <==\nerror: file not found: missing.txt\n" +
 			"\n==> " + secret + " <==\nerror: path \"" + secret + "\" is outside the workspace roots\n" +
 			"\n==> escape <==\nerror: path \"escape\" is outside the workspace roots\n" +
 			"\n==> pipe <==\nerror: pipe is a fifo, not a regular file\n" +
 			"\n==> todo.txt <==\none\n"
-		if got := text(t, res); res.IsError || got != want {
+		if got := servetest.Text(t, res); res.IsError || got != want {
 			t.Errorf("read_multiple_files: isError %v\n%s\nwant:\n%s", res.IsError, got, want)
 		}
 	})
 
 	t.Run("read_multiple_files with every file failing", func(t *testing.T) {
-		res := call(t, cs, "read_multiple_files", map[string]any{"paths": []string{"missing.txt", "escape", "pipe"}})
+		res := servetest.Call(t, cs, "read_multiple_files", map[string]any{"paths": []string{"missing.txt", "escape", "pipe"}})
 		want := "file not found: missing.txt\npath \"escape\" is outside the workspace roots\npipe is a fifo, not a regular file"
-		if got := text(t, res); !res.IsError || !strings.Contains(got, want) || strings.Contains(got, "secret\n") {
+		if got := servetest.Text(t, res); !res.IsError || !strings.Contains(got, want) || strings.Contains(got, "secret\n") {
 			t.Errorf("read_multiple_files: isError %v\n%s\nwant an error holding:\n%s", res.IsError, got, want)
 		}
 	})
 
 	t.Run("read_multiple_files of a huge file", func(t *testing.T) {
-		res := call(t, cs, "read_multiple_files", map[string]any{"paths": []string{"notes.txt", "huge.txt", "todo.txt"}})
-		got := text(t, res)
+		res := servetest.Call(t, cs, "read_multiple_files", map[string]any{"paths": []string{"notes.txt", "huge.txt", "todo.txt"}})
+		got := servetest.Text(t, res)
 		if res.IsError || !strings.HasPrefix(got, "==> notes.txt <==\nalpha\nbeta\n\n==> huge.txt <==\n0123456789abcdef\n") {
 			t.Fatalf("read_multiple_files: isError %v, %.200s", res.IsError, got)
 		}
@@ -91,29 +92,29 @@ func TestMCPFileOperations(t *testing.T) {
 	})
 
 	t.Run("edit_file dry run", func(t *testing.T) {
-		res := call(t, cs, "edit_file", map[string]any{"path": "notes.txt", "dry_run": true,
+		res := servetest.Call(t, cs, "edit_file", map[string]any{"path": "notes.txt", "dry_run": true,
 			"edits": []map[string]any{{"old_string": "alpha", "new_string": "ALPHA"}, {"old_string": "beta", "new_string": "BETA"}}})
 		want := "Dry run, nothing was written: 2 edits, 2 replacements would be made in notes.txt\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n-alpha\n+ALPHA\n-beta\n+BETA\n"
-		if got := text(t, res); res.IsError || got != want {
+		if got := servetest.Text(t, res); res.IsError || got != want {
 			t.Errorf("edit_file dry run: isError %v\n%s\nwant:\n%s", res.IsError, got, want)
 		}
 		checkContent(t, filepath.Join(root, "notes.txt"), notes)
 	})
 
 	t.Run("edit_file with a failing second edit", func(t *testing.T) {
-		res := call(t, cs, "edit_file", map[string]any{"path": "notes.txt",
+		res := servetest.Call(t, cs, "edit_file", map[string]any{"path": "notes.txt",
 			"edits": []map[string]any{{"old_string": "alpha", "new_string": "ALPHA"}, {"old_string": "gamma", "new_string": "GAMMA"}}})
-		if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "Error executing edit_file: edit 2 of 2 failed, so nothing was written (it applies to the text as edit 1 left it): old_string was not found in notes.txt.") {
+		if got := servetest.Text(t, res); !res.IsError || !strings.HasPrefix(got, "Error executing edit_file: edit 2 of 2 failed, so nothing was written (it applies to the text as edit 1 left it): old_string was not found in notes.txt.") {
 			t.Errorf("edit_file: isError %v\n%s", res.IsError, got)
 		}
 		checkContent(t, filepath.Join(root, "notes.txt"), notes)
 	})
 
 	t.Run("edit_file with edits", func(t *testing.T) {
-		res := call(t, cs, "edit_file", map[string]any{"path": "notes.txt",
+		res := servetest.Call(t, cs, "edit_file", map[string]any{"path": "notes.txt",
 			"edits": []map[string]any{{"old_string": "alpha", "new_string": "ALPHA"}, {"old_string": "ALPHA\nbeta", "new_string": "ALPHA\nBETA"}}})
 		want := "Edited notes.txt: 2 edits, 2 replacements\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n-alpha\n-beta\n+ALPHA\n+BETA\n"
-		if got := text(t, res); res.IsError || got != want {
+		if got := servetest.Text(t, res); res.IsError || got != want {
 			t.Errorf("edit_file: isError %v\n%s\nwant:\n%s", res.IsError, got, want)
 		}
 		checkContent(t, filepath.Join(root, "notes.txt"), "ALPHA\nBETA\n")
@@ -121,8 +122,8 @@ func TestMCPFileOperations(t *testing.T) {
 
 	t.Run("edit_file outside the roots", func(t *testing.T) {
 		for _, path := range []string{"escape", secret} {
-			res := call(t, cs, "edit_file", map[string]any{"path": path, "edits": []map[string]any{{"old_string": "secret", "new_string": "leaked"}}})
-			if got := text(t, res); !res.IsError || got != "Error executing edit_file: path \""+path+"\" is outside the workspace roots" {
+			res := servetest.Call(t, cs, "edit_file", map[string]any{"path": path, "edits": []map[string]any{{"old_string": "secret", "new_string": "leaked"}}})
+			if got := servetest.Text(t, res); !res.IsError || got != "Error executing edit_file: path \""+path+"\" is outside the workspace roots" {
 				t.Errorf("edit_file %s: isError %v, %s", path, res.IsError, got)
 			}
 		}

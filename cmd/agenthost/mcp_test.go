@@ -18,38 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
-
-func toolNames(tools []*mcp.Tool) []string {
-	var names []string
-	for _, tl := range tools {
-		names = append(names, tl.Name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// text is the text of a result that must be one text content.
-func text(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("content %v, want one text", res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content %T, want text", res.Content[0])
-	}
-	return tc.Text
-}
-
-func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
-	return res
-}
 
 // builtAgenthost returns the agenthost binary and a plugins directory.
 func builtAgenthost(t *testing.T) (exe, plugins string) {
@@ -85,22 +55,22 @@ func TestMCPStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := toolNames(res.Tools); !slices.Contains(names, "read_file") || !slices.Contains(names, "stdout") || slices.Contains(names, "danger") {
+	if names := servetest.ToolNames(res.Tools); !slices.Contains(names, "read_file") || !slices.Contains(names, "stdout") || slices.Contains(names, "danger") {
 		t.Errorf("tools %v", names)
 	}
-	if got := text(t, call(t, cs, "read_file", map[string]any{"path": "notes.txt"})); got != "alpha\nbeta\n" {
+	if got := servetest.Text(t, servetest.Call(t, cs, "read_file", map[string]any{"path": "notes.txt"})); got != "alpha\nbeta\n" {
 		t.Errorf("read_file: %q", got)
 	}
 	for i := range 2 {
-		r := call(t, cs, "stdout", map[string]any{"text": `{"jsonrpc":"2.0","LEAKED":true}`})
-		if got := text(t, r); got != "written" || r.IsError {
+		r := servetest.Call(t, cs, "stdout", map[string]any{"text": `{"jsonrpc":"2.0","LEAKED":true}`})
+		if got := servetest.Text(t, r); got != "written" || r.IsError {
 			t.Errorf("stdout call %d: %q (isError %v)", i, got, r.IsError)
 		}
 	}
-	if got := text(t, call(t, cs, "echo", map[string]any{"text": "still here"})); got != "still here" {
+	if got := servetest.Text(t, servetest.Call(t, cs, "echo", map[string]any{"text": "still here"})); got != "still here" {
 		t.Errorf("echo after stdout: %q", got)
 	}
-	if r := call(t, cs, "danger", nil); !r.IsError || text(t, r) != "Error: tool not available: danger is disabled" {
+	if r := servetest.Call(t, cs, "danger", nil); !r.IsError || servetest.Text(t, r) != "Error: tool not available: danger is disabled" {
 		t.Errorf("danger: %+v", r)
 	}
 }
@@ -216,10 +186,10 @@ func TestMCPHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, stderr.String())
 		}
-		if got := text(t, call(t, cs, "echo", map[string]any{"text": "over http"})); got != "over http" {
+		if got := servetest.Text(t, servetest.Call(t, cs, "echo", map[string]any{"text": "over http"})); got != "over http" {
 			t.Errorf("echo: %q", got)
 		}
-		if r := call(t, cs, "nope", nil); !r.IsError || text(t, r) != "Error: tool not found: nope" {
+		if r := servetest.Call(t, cs, "nope", nil); !r.IsError || servetest.Text(t, r) != "Error: tool not found: nope" {
 			t.Errorf("unknown tool: %+v", r)
 		}
 		cs.Close()
@@ -254,8 +224,8 @@ func TestMCPHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(toolNames(res.Tools), "read_file") {
-				t.Errorf("%s: tools %v", u, toolNames(res.Tools))
+			if !slices.Contains(servetest.ToolNames(res.Tools), "read_file") {
+				t.Errorf("%s: tools %v", u, servetest.ToolNames(res.Tools))
 			}
 		}
 	})

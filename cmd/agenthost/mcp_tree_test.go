@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // TestMCPListDirTree drives the built agenthost mcp over stdio with the
@@ -66,7 +68,7 @@ func TestMCPListDirTree(t *testing.T) {
 	structured := func(t *testing.T, res *mcp.CallToolResult) any {
 		t.Helper()
 		if res.StructuredContent == nil {
-			t.Fatalf("no structuredContent beside %q", text(t, res))
+			t.Fatalf("no structuredContent beside %q", servetest.Text(t, res))
 		}
 		raw, err := json.Marshal(res.StructuredContent)
 		if err != nil {
@@ -83,9 +85,9 @@ func TestMCPListDirTree(t *testing.T) {
 	}
 
 	t.Run("a tree with exclude", func(t *testing.T) {
-		res := call(t, cs, "list_dir", map[string]any{"depth": 3, "exclude": []string{"node_modules", "*.log"}})
+		res := servetest.Call(t, cs, "list_dir", map[string]any{"depth": 3, "exclude": []string{"node_modules", "*.log"}})
 		wantText := "main.go (13 B)\nsrc/\n  app.go (12 B)\n  empty/\n"
-		if got := text(t, res); res.IsError || got != wantText {
+		if got := servetest.Text(t, res); res.IsError || got != wantText {
 			t.Errorf("list_dir: isError %v\n%s\nwant:\n%s", res.IsError, got, wantText)
 		}
 		want := decodeJSON(t, `{"path":".","entries":[`+
@@ -98,9 +100,9 @@ func TestMCPListDirTree(t *testing.T) {
 	})
 
 	t.Run("names only, cut by max_entries", func(t *testing.T) {
-		res := call(t, cs, "list_dir", map[string]any{"path": "src", "depth": 2, "names_only": true, "max_entries": 3})
+		res := servetest.Call(t, cs, "list_dir", map[string]any{"path": "src", "depth": 2, "names_only": true, "max_entries": 3})
 		wantText := "app.go\napp.log\nempty/\n... and 2 more\n"
-		if got := text(t, res); res.IsError || got != wantText {
+		if got := servetest.Text(t, res); res.IsError || got != wantText {
 			t.Errorf("list_dir: isError %v\n%s\nwant:\n%s", res.IsError, got, wantText)
 		}
 		want := decodeJSON(t, `{"path":"src","entries":[`+
@@ -112,9 +114,9 @@ func TestMCPListDirTree(t *testing.T) {
 	})
 
 	t.Run("a malformed pattern", func(t *testing.T) {
-		res := call(t, cs, "list_dir", map[string]any{"exclude": []string{"[a-"}})
+		res := servetest.Call(t, cs, "list_dir", map[string]any{"exclude": []string{"[a-"}})
 		want := `Error executing list_dir: exclude pattern "[a-" is not a valid glob: check that each [ and { is closed and that it does not end in \`
-		if got := text(t, res); !res.IsError || got != want || res.StructuredContent != nil {
+		if got := servetest.Text(t, res); !res.IsError || got != want || res.StructuredContent != nil {
 			t.Errorf("list_dir: isError %v, structuredContent %v\n%s\nwant the error:\n%s", res.IsError, res.StructuredContent, got, want)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/poll"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // bashPlugins is a plugins directory holding the fs and bash plugins.
@@ -33,14 +34,14 @@ func bashPlugins(t *testing.T) string {
 // batches, with a raw client, and returns the headers its requests need.
 func batchSession(t *testing.T, u string) []string {
 	t.Helper()
-	r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
-	id := r.header.Get("Mcp-Session-Id")
-	if r.status != http.StatusOK || id == "" {
-		t.Fatalf("initialize: %d %s", r.status, r.body)
+	r := servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	id := r.Header.Get("Mcp-Session-Id")
+	if r.Status != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %s", r.Status, r.Body)
 	}
 	in := []string{"Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-03-26"}
-	if r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, in...); r.status != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, in...); r.Status != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", r.Status, r.Body)
 	}
 	return in
 }
@@ -69,26 +70,26 @@ func TestMCPHTTPBoundsCallsPerRequestAndSession(t *testing.T) {
 		}
 		return "[" + strings.Join(calls, ",") + "]"
 	}
-	r := httpSend(t, http.MethodPost, u, batch(2500), in...)
-	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "Invalid Request: a batch of 2500 messages; at most 32 in one request") || len(r.body) > 1000 {
-		t.Errorf("a batch of 2500 calls: %d, %d bytes: %.300s", r.status, len(r.body), r.body)
+	r := servetest.Send(t, http.MethodPost, u, batch(2500), in...)
+	if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "Invalid Request: a batch of 2500 messages; at most 32 in one request") || len(r.Body) > 1000 {
+		t.Errorf("a batch of 2500 calls: %d, %d bytes: %.300s", r.Status, len(r.Body), r.Body)
 	}
-	if r := httpSend(t, http.MethodPost, u, batch(32), in...); r.status != http.StatusOK || strings.Count(r.body, `"text":"x"`) != 32 {
-		t.Errorf("a batch of 32 calls: %d: %.300s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodPost, u, batch(32), in...); r.Status != http.StatusOK || strings.Count(r.Body, `"text":"x"`) != 32 {
+		t.Errorf("a batch of 32 calls: %d: %.300s", r.Status, r.Body)
 	}
 
 	// 40 calls that each take a second, at once in one session.
 	var wg sync.WaitGroup
-	replies := make([]httpReply, 40)
+	replies := make([]servetest.Reply, 40)
 	for i := range replies {
 		wg.Go(func() {
-			replies[i], _ = httpDo(t.Context(), http.MethodPost, u, callBody(100+i, "run_bash", `{"command":"sleep 1"}`), in...)
+			replies[i], _ = servetest.Do(t.Context(), http.MethodPost, u, callBody(100+i, "run_bash", `{"command":"sleep 1"}`), in...)
 		})
 	}
 	wg.Wait()
 	refused := 0
 	for _, r := range replies {
-		if strings.Contains(r.body, "too many calls in flight in this session: at most 32; wait for one to answer") {
+		if strings.Contains(r.Body, "too many calls in flight in this session: at most 32; wait for one to answer") {
 			refused++
 		}
 	}
@@ -150,8 +151,8 @@ func TestMCPHTTPSlowBodiesAreCut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	defer func() { t.Logf("served after %v", time.Since(began).Round(time.Millisecond)) }()
-	if r, err := httpDo(ctx, http.MethodPost, u, initializeBody); err != nil || r.status != http.StatusOK {
-		t.Errorf("a real client after the slow bodies: %v %d %s", err, r.status, r.body)
+	if r, err := servetest.Do(ctx, http.MethodPost, u, initializeBody); err != nil || r.Status != http.StatusOK {
+		t.Errorf("a real client after the slow bodies: %v %d %s", err, r.Status, r.Body)
 	}
 }
 
@@ -165,7 +166,7 @@ func TestMCPHTTPShutdownAnswersWritesAsTheyEnded(t *testing.T) {
 	in := batchSession(t, u)
 	content := strings.Repeat("data ", 400_000) // 2 MB a write
 	var wg sync.WaitGroup
-	replies := make([]httpReply, 24)
+	replies := make([]servetest.Reply, 24)
 	errs := make([]error, len(replies))
 	for i := range replies {
 		wg.Go(func() {
@@ -175,7 +176,7 @@ func TestMCPHTTPShutdownAnswersWritesAsTheyEnded(t *testing.T) {
 			} else {
 				body = callBody(i+1, "run_bash", fmt.Sprintf(`{"command":"sleep 0.5; echo done > b%d.txt"}`, i))
 			}
-			replies[i], errs[i] = httpDo(t.Context(), http.MethodPost, u, body, in...)
+			replies[i], errs[i] = servetest.Do(t.Context(), http.MethodPost, u, body, in...)
 		})
 		if i == len(replies)/2 {
 			// SIGTERM once a write is under way.
@@ -201,18 +202,18 @@ func TestMCPHTTPShutdownAnswersWritesAsTheyEnded(t *testing.T) {
 			name = fmt.Sprintf("b%d.txt", i)
 		}
 		_, statErr := os.Stat(filepath.Join(root, name))
-		ok := errs[i] == nil && r.status == http.StatusOK && strings.Contains(r.body, `"result"`) && !strings.Contains(r.body, `"isError":true`)
+		ok := errs[i] == nil && r.Status == http.StatusOK && strings.Contains(r.Body, `"result"`) && !strings.Contains(r.Body, `"isError":true`)
 		switch {
 		case ok && statErr != nil:
-			t.Errorf("call %d answered success, and %s is not there: %.300s", i, name, r.body)
+			t.Errorf("call %d answered success, and %s is not there: %.300s", i, name, r.Body)
 		case !ok && statErr == nil:
-			t.Errorf("call %d answered failure (%v), and %s was written: %.300s", i, errs[i], name, r.body)
+			t.Errorf("call %d answered failure (%v), and %s was written: %.300s", i, errs[i], name, r.Body)
 		case ok:
 			landed++
 		default:
 			refused++
-			if errs[i] == nil && !strings.Contains(r.body, `"code":-32000,"message":"the server is shutting down; retry later"`) {
-				t.Errorf("call %d: answered %d %.300q, want it refused as the server shuts down", i, r.status, r.body)
+			if errs[i] == nil && !strings.Contains(r.Body, `"code":-32000,"message":"the server is shutting down; retry later"`) {
+				t.Errorf("call %d: answered %d %.300q, want it refused as the server shuts down", i, r.Status, r.Body)
 			}
 		}
 	}

@@ -1,65 +1,11 @@
 package main
 
 import (
-	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/agenthost/agenthost/host/mcpserve"
 )
-
-// httpReply is what an HTTP request got.
-type httpReply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-// httpSend makes one request of the MCP transport: a POST when body is not
-// empty, with the headers the transport requires, then headers kv.
-func httpSend(t *testing.T, method, u, body string, kv ...string) httpReply {
-	t.Helper()
-	r, err := httpDo(t.Context(), method, u, body, kv...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// httpDo is httpSend for another goroutine than the test's.
-func httpDo(ctx context.Context, method, u, body string, kv ...string) (httpReply, error) {
-	resp, err := httpOpen(ctx, method, u, body, kv...)
-	if err != nil {
-		return httpReply{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return httpReply{}, err
-	}
-	return httpReply{resp.StatusCode, resp.Header, string(data)}, nil
-}
-
-// httpOpen makes the request of httpSend and returns the response with its
-// body unread, for an event stream.
-func httpOpen(ctx context.Context, method, u, body string, kv ...string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i] == "Host" {
-			req.Host = kv[i+1]
-			continue
-		}
-		req.Header.Set(kv[i], kv[i+1])
-	}
-	return http.DefaultClient.Do(req)
-}
 
 func TestMCPHTTPFlags(t *testing.T) {
 	t.Setenv(mcpTokenVar, "")

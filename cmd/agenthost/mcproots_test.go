@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/sandbox"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // rootsProtocol is the protocol version the roots tests speak: the last
@@ -95,8 +96,8 @@ func connectStdio(t *testing.T, exe, plugins, root string, client *mcp.Client) (
 // an answer that is neither its content nor a refusal for the roots.
 func readable(t *testing.T, cs *mcp.ClientSession, path string) bool {
 	t.Helper()
-	res := call(t, cs, "read_file", map[string]any{"path": path})
-	got := text(t, res)
+	res := servetest.Call(t, cs, "read_file", map[string]any{"path": path})
+	got := servetest.Text(t, res)
 	switch {
 	case !res.IsError && strings.HasPrefix(got, "in "):
 		return true
@@ -126,14 +127,14 @@ func TestMCPClientRootsStdio(t *testing.T) {
 	cs, stderr := connectStdio(t, exe, plugins, w.root, client)
 
 	wantReadable(t, "client root mine/", cs, map[string]bool{mine: true, "mine.txt": true, theirs: false, "../theirs/theirs.txt": false, outside: false})
-	if res := call(t, cs, "list_dir", map[string]any{"path": w.root}); !res.IsError {
-		t.Errorf("list_dir of the --root outside the client's root: %q", text(t, res))
+	if res := servetest.Call(t, cs, "list_dir", map[string]any{"path": w.root}); !res.IsError {
+		t.Errorf("list_dir of the --root outside the client's root: %q", servetest.Text(t, res))
 	}
-	if res := call(t, cs, "list_dir", map[string]any{"path": w.mine}); res.IsError || !strings.Contains(text(t, res), "mine.txt") {
-		t.Errorf("list_dir of the client's root: %q", text(t, res))
+	if res := servetest.Call(t, cs, "list_dir", map[string]any{"path": w.mine}); res.IsError || !strings.Contains(servetest.Text(t, res), "mine.txt") {
+		t.Errorf("list_dir of the client's root: %q", servetest.Text(t, res))
 	}
-	if res := call(t, cs, "write_file", map[string]any{"path": filepath.Join(w.theirs, "new.txt"), "content": "x"}); !res.IsError {
-		t.Errorf("write_file outside the client's root: %q", text(t, res))
+	if res := servetest.Call(t, cs, "write_file", map[string]any{"path": filepath.Join(w.theirs, "new.txt"), "content": "x"}); !res.IsError {
+		t.Errorf("write_file outside the client's root: %q", servetest.Text(t, res))
 	}
 	if _, err := os.Stat(filepath.Join(w.theirs, "new.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("write_file outside the client's root wrote the file: %v", err)
@@ -142,12 +143,12 @@ func TestMCPClientRootsStdio(t *testing.T) {
 	// run_bash's command runs in a Landlock sandbox of the client's roots:
 	// the kernel refuses what the shell tries outside them.
 	if sandbox.Probe().ABI > 0 {
-		res := call(t, cs, "run_bash", map[string]any{"command": "echo x > inside.txt; echo x > ../theirs/bash.txt"})
+		res := servetest.Call(t, cs, "run_bash", map[string]any{"command": "echo x > inside.txt; echo x > ../theirs/bash.txt"})
 		if _, err := os.Stat(filepath.Join(w.theirs, "bash.txt")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("run_bash wrote outside the client's root: %v (%s)", err, text(t, res))
+			t.Errorf("run_bash wrote outside the client's root: %v (%s)", err, servetest.Text(t, res))
 		}
 		if _, err := os.Stat(filepath.Join(w.mine, "inside.txt")); err != nil {
-			t.Errorf("run_bash did not write inside the client's root: %v (%s)", err, text(t, res))
+			t.Errorf("run_bash did not write inside the client's root: %v (%s)", err, servetest.Text(t, res))
 		}
 	}
 
@@ -164,14 +165,14 @@ func TestMCPClientRootsStdio(t *testing.T) {
 	// Outside --root: nothing is left, and the error says so.
 	client.RemoveRoots(fileURI(filepath.Dir(w.root)))
 	client.AddRoots(&mcp.Root{URI: fileURI(w.outside)})
-	res := call(t, cs, "read_file", map[string]any{"path": outside})
+	res := servetest.Call(t, cs, "read_file", map[string]any{"path": outside})
 	want := "Error executing read_file: the client's roots (" + w.outside + ") lie outside the workspace roots (" + w.root + "): add a root inside them to the client"
-	if got := text(t, res); !res.IsError || got != want {
+	if got := servetest.Text(t, res); !res.IsError || got != want {
 		t.Errorf("client root outside --root: %q, want %q", got, want)
 	}
 	// A tool that touches no file still runs (and fails for want of an
 	// agent's state, which agenthost mcp has not).
-	if got := text(t, call(t, cs, "save_session_context", map[string]any{"reason": "r"})); strings.Contains(got, "roots") {
+	if got := servetest.Text(t, servetest.Call(t, cs, "save_session_context", map[string]any{"reason": "r"})); strings.Contains(got, "roots") {
 		t.Errorf("save_session_context with no roots left: %q", got)
 	}
 	if !strings.Contains(stderr.String(), "refusing a root of the MCP client") {

@@ -26,6 +26,7 @@ import (
 	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/poll"
 	"github.com/agenthost/agenthost/internal/sandbox"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // markVar marks the processes of one test's MCP server, so that the test
@@ -270,28 +271,28 @@ func TestMCPSourceGateway(t *testing.T) {
 
 	// grow adds a tool to the server: the client is told, and the list
 	// has it.
-	if got := text(t, call(t, cs, "grow", nil)); got != "grew" {
+	if got := servetest.Text(t, servetest.Call(t, cs, "grow", nil)); got != "grew" {
 		t.Errorf("grow = %q", got)
 	}
 	waitTools(t, cs, changed, "grown listed", func(names []string) bool { return slices.Contains(names, "grown") })
-	if got := text(t, call(t, cs, "grown", nil)); got != "grown" {
+	if got := servetest.Text(t, servetest.Call(t, cs, "grown", nil)); got != "grown" {
 		t.Errorf("grown = %q", got)
 	}
 
 	// A crash mid-call is the call's error result; the next call starts
 	// the server again.
-	res := call(t, cs, "crash", nil)
-	if got, want := text(t, res), "Error executing crash: MCP server hostile exited during the call (exit status 3)"; !res.IsError || got != want {
+	res := servetest.Call(t, cs, "crash", nil)
+	if got, want := servetest.Text(t, res), "Error executing crash: MCP server hostile exited during the call (exit status 3)"; !res.IsError || got != want {
 		t.Errorf("crash = %q (isError %v), want %q", got, res.IsError, want)
 	}
-	if res := call(t, cs, "echo", map[string]any{"text": "after"}); res.IsError || text(t, res) != "after" {
-		t.Errorf("echo after the crash = %q (isError %v)", text(t, res), res.IsError)
+	if res := servetest.Call(t, cs, "echo", map[string]any{"text": "after"}); res.IsError || servetest.Text(t, res) != "after" {
+		t.Errorf("echo after the crash = %q (isError %v)", servetest.Text(t, res), res.IsError)
 	}
 	// The new process has not grown: the client is told, and grown is
 	// gone from the list.
 	waitTools(t, cs, changed, "grown gone", func(names []string) bool { return !slices.Contains(names, "grown") })
-	if res := call(t, cs, "grown", nil); !res.IsError || text(t, res) != "Error: tool not found: grown" {
-		t.Errorf("grown after the restart = %q (isError %v)", text(t, res), res.IsError)
+	if res := servetest.Call(t, cs, "grown", nil); !res.IsError || servetest.Text(t, res) != "Error: tool not found: grown" {
+		t.Errorf("grown after the restart = %q (isError %v)", servetest.Text(t, res), res.IsError)
 	}
 }
 
@@ -319,7 +320,7 @@ func listTools(t *testing.T, cs *mcp.ClientSession) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return toolNames(res.Tools)
+	return servetest.ToolNames(res.Tools)
 }
 
 // TestMCPSourceWarmCache: once a server's tools are cached, listing them
@@ -384,7 +385,7 @@ func TestMCPSourceWarmCache(t *testing.T) {
 	if pids := serverPIDs(t, mark); len(pids) != 0 || startCount() != 1 {
 		t.Errorf("the gateway started the server before a call: %v", pids)
 	}
-	pid, err := plugintest.HostPID(text(t, call(t, cs, "pid", nil)))
+	pid, err := plugintest.HostPID(servetest.Text(t, servetest.Call(t, cs, "pid", nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

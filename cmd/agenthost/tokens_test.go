@@ -13,7 +13,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/mcpserve"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // encodings are the tokenizers counted with: GPT-4o's and GPT-4's.
@@ -80,8 +80,8 @@ func TestTokenCost(t *testing.T) {
 	// The workspace is the sdk's source: real files to search and
 	// describe.
 	root := filepath.Join(plugintest.Root(), "sdk")
-	reg := newTestRegistry(t, dir, root, "run_bash", "remove")
-	cs := connectInMemory(t, reg, nil)
+	reg := servetest.NewRegistry(t, dir, root, "run_bash", "remove")
+	cs := servetest.ConnectInMemory(t, mcpserve.New(reg, nil).Connect, nil)
 
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -127,11 +127,11 @@ func TestTokenCost(t *testing.T) {
 	fmt.Fprintf(&table, "\none call's answer, tokens (%s):\n", strings.Join(encodings, " / "))
 	fmt.Fprintf(&table, "%-44s %-12s %-12s %s\n", "call", "text", "structured", "structured/text")
 	for _, c := range calls {
-		r := call(t, cs, c.tool, c.args)
+		r := servetest.Call(t, cs, c.tool, c.args)
 		if r.IsError || r.StructuredContent == nil {
 			t.Fatalf("%s: %+v", c.tool, r)
 		}
-		text, structured := tok.count(text(t, r)), tok.count(marshal(t, r.StructuredContent))
+		text, structured := tok.count(servetest.Text(t, r)), tok.count(marshal(t, r.StructuredContent))
 		ratio := make([]string, len(text))
 		for i := range text {
 			ratio[i] = fmt.Sprintf("%.2f", float64(structured[i])/float64(text[i]))
@@ -171,43 +171,4 @@ func plus(n []int) string {
 		s[i] = fmt.Sprintf("+%d", v)
 	}
 	return strings.Join(s, " / ")
-}
-
-// newTestRegistry is the registry agenthost builds from the plugins in
-// dir, with root as the workspace and the named tools enabled.
-func newTestRegistry(t *testing.T, dir, root string, enable ...string) *host.ToolRegistry {
-	t.Helper()
-	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, &host.Options{Roots: []string{root}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	for _, name := range enable {
-		if err := reg.Enable(name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
-}
-
-// connectInMemory serves reg in-process and returns a client session to
-// it. Every message the client reads is also written to wire.
-func connectInMemory(t *testing.T, reg *host.ToolRegistry, wire io.Writer) *mcp.ClientSession {
-	t.Helper()
-	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := mcpserve.New(reg, nil).Connect(t.Context(), serverT, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	var ct mcp.Transport = clientT
-	if wire != nil {
-		ct = &mcp.LoggingTransport{Transport: clientT, Writer: wire}
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
 }

@@ -476,7 +476,7 @@ func (l *loader) grantItems(name string, v *jsonValue, path string) ([]string, h
 		if err != nil {
 			return nil, grant, l.errorf(v.elems[i].line, path, "%v", err)
 		}
-		grant = addGrant(grant, g)
+		grant = host.MergeGrants(grant, g)
 	}
 	return items, grant, nil
 }
@@ -710,20 +710,9 @@ func ParseGrants(specs []string) (map[string]host.Grant, error) {
 		if err != nil {
 			return nil, err
 		}
-		grants[name] = addGrant(grants[name], g)
+		grants[name] = host.MergeGrants(grants[name], g)
 	}
 	return grants, nil
-}
-
-// addGrant is what old and g grant together.
-func addGrant(old, g host.Grant) host.Grant {
-	old.Read = append(old.Read, g.Read...)
-	old.Write = append(old.Write, g.Write...)
-	old.Network = old.Network || g.Network
-	old.Exec = old.Exec || g.Exec
-	old.SessionFile = old.SessionFile || g.SessionFile
-	old.Asked = old.Asked || g.Asked
-	return old
 }
 
 // Key is a key of the configuration file that stands for a flag of the

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +313,23 @@ func TestOptions(t *testing.T) {
 	}
 	if opts, err := New().Options(); err != nil || opts.Sandbox != host.SandboxAuto || opts.IdleTimeout != 0 {
 		t.Errorf("an empty file's options: %+v, %v", opts, err)
+	}
+}
+
+// TestParseGrantsAddsUp: grants to one plugin add up, all of what each
+// grants kept: unix sockets and limits too.
+func TestParseGrantsAddsUp(t *testing.T) {
+	t.Parallel()
+	got, err := ParseGrants([]string{"fs=read:/a,unix-sockets", "agenthost-plugin-fs=memory:1GiB,processes:10", "fs=network"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, limits, err := host.ParseGrant("fs=memory:1GiB,processes:10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got["fs"]
+	if !g.UnixSockets || !g.Network || !slices.Equal(g.Read, []string{"/a"}) || g.Limits != limits.Limits {
+		t.Errorf("fs is granted %+v (limits %+v), want read:/a, unix-sockets, network and the limits %+v", g, g.Limits, limits.Limits)
 	}
 }

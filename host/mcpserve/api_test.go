@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/servetest"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -98,7 +99,7 @@ func TestServerShutdown(t *testing.T) {
 	close(write.gate)
 	select {
 	case a := <-written:
-		if a.err != nil || a.res.IsError || text(t, a.res) != "written" {
+		if a.err != nil || a.res.IsError || servetest.Text(t, a.res) != "written" {
 			t.Errorf("the write in flight: %+v, %v; want it answered as it ended", a.res, a.err)
 		}
 	case <-time.After(10 * time.Second):
@@ -203,8 +204,8 @@ func TestHandler(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	port := func() string { p, _ := url.Parse(ts.URL); return p.Port() }()
 
-	if r := httpSend(t, http.MethodPost, u, initializeBody); r.status != http.StatusUnauthorized {
-		t.Errorf("without the token: %d %s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodPost, u, initializeBody); r.Status != http.StatusUnauthorized {
+		t.Errorf("without the token: %d %s", r.Status, r.Body)
 	}
 	for origin, ok := range map[string]bool{
 		"":                                true,
@@ -218,9 +219,9 @@ func TestHandler(t *testing.T) {
 		if origin != "" {
 			kv = append([]string{"Origin", origin}, auth...)
 		}
-		r := httpSend(t, http.MethodPost, u, initializeBody, kv...)
-		if ok && (r.status != http.StatusOK || r.header.Get(sessionIDHeader) == "") {
-			t.Errorf("Origin %q: %d %s; want 200 and a session", origin, r.status, r.body)
+		r := servetest.Send(t, http.MethodPost, u, initializeBody, kv...)
+		if ok && (r.Status != http.StatusOK || r.Header.Get(sessionIDHeader) == "") {
+			t.Errorf("Origin %q: %d %s; want 200 and a session", origin, r.Status, r.Body)
 		}
 		if !ok {
 			wantReply(t, "Origin "+origin, r, http.StatusForbidden, "text/plain; charset=utf-8", forbiddenOrigin)
@@ -237,7 +238,7 @@ func TestHandler(t *testing.T) {
 	if err := srv.Shutdown(t.Context()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	r := httpSend(t, http.MethodPost, u, initializeBody, auth...)
+	r := servetest.Send(t, http.MethodPost, u, initializeBody, auth...)
 	wantReply(t, "initialize once shut down", r, http.StatusServiceUnavailable, "application/json",
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server is shutting down; retry later"}}`+"\n")
 }
@@ -256,7 +257,7 @@ func TestClientRootsOverConnect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reg := newTestRegistry(t, pluginDir(t), root)
+	reg := servetest.NewRegistry(t, pluginDir(t), root)
 	srv := New(reg, nil)
 	serverT, clientT := mcp.NewInMemoryTransports()
 	if _, err := srv.Connect(t.Context(), serverT, nil); err != nil {
@@ -269,10 +270,10 @@ func TestClientRootsOverConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if res := call(t, cs, "read_file", map[string]any{"path": filepath.Join(mine, "f.txt")}); res.IsError || text(t, res) != "in mine" {
-		t.Errorf("read_file in the client's root: %q", text(t, res))
+	if res := servetest.Call(t, cs, "read_file", map[string]any{"path": filepath.Join(mine, "f.txt")}); res.IsError || servetest.Text(t, res) != "in mine" {
+		t.Errorf("read_file in the client's root: %q", servetest.Text(t, res))
 	}
-	if res := call(t, cs, "read_file", map[string]any{"path": filepath.Join(theirs, "f.txt")}); !res.IsError {
-		t.Errorf("read_file outside the client's root: %q", text(t, res))
+	if res := servetest.Call(t, cs, "read_file", map[string]any{"path": filepath.Join(theirs, "f.txt")}); !res.IsError {
+		t.Errorf("read_file outside the client's root: %q", servetest.Text(t, res))
 	}
 }

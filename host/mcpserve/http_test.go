@@ -18,6 +18,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/poll"
+	"github.com/agenthost/agenthost/internal/servetest"
 	"github.com/agenthost/agenthost/sdk"
 )
 
@@ -120,77 +121,26 @@ func (w *waitTool) waitStarted(t *testing.T, n int) {
 	}
 }
 
-// httpReply is what an HTTP request got.
-type httpReply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-// httpSend makes one request of the MCP transport: a POST when body is not
-// empty, with the headers the transport requires, then headers kv.
-func httpSend(t *testing.T, method, u, body string, kv ...string) httpReply {
-	t.Helper()
-	r, err := httpDo(t.Context(), method, u, body, kv...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// httpDo is httpSend for another goroutine than the test's.
-func httpDo(ctx context.Context, method, u, body string, kv ...string) (httpReply, error) {
-	resp, err := httpOpen(ctx, method, u, body, kv...)
-	if err != nil {
-		return httpReply{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return httpReply{}, err
-	}
-	return httpReply{resp.StatusCode, resp.Header, string(data)}, nil
-}
-
-// httpOpen makes the request of httpSend and returns the response with its
-// body unread, for an event stream.
-func httpOpen(ctx context.Context, method, u, body string, kv ...string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i] == "Host" {
-			req.Host = kv[i+1]
-			continue
-		}
-		req.Header.Set(kv[i], kv[i+1])
-	}
-	return http.DefaultClient.Do(req)
-}
-
 // httpInitialize opens a session and returns its id.
 func httpInitialize(t *testing.T, u string, kv ...string) string {
 	t.Helper()
-	r := httpSend(t, http.MethodPost, u, initializeBody, kv...)
-	id := r.header.Get("Mcp-Session-Id")
-	if r.status != http.StatusOK || id == "" {
-		t.Fatalf("initialize: %d %q %s", r.status, id, r.body)
+	r := servetest.Send(t, http.MethodPost, u, initializeBody, kv...)
+	id := r.Header.Get("Mcp-Session-Id")
+	if r.Status != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %q %s", r.Status, id, r.Body)
 	}
 	// The client's half of the handshake.
-	if r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", id); r.status != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", id); r.Status != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", r.Status, r.Body)
 	}
 	return id
 }
 
 // servedOrRefused is nil for a reply 200 OK, what it was for a 503 (the
 // server is at its limit, for now), and poll.Stop of that for any other.
-func servedOrRefused(r httpReply) error {
-	err := fmt.Errorf("%d %s", r.status, r.body)
-	switch r.status {
+func servedOrRefused(r servetest.Reply) error {
+	err := fmt.Errorf("%d %s", r.Status, r.Body)
+	switch r.Status {
 	case http.StatusOK:
 		return nil
 	case http.StatusServiceUnavailable:
@@ -199,11 +149,11 @@ func servedOrRefused(r httpReply) error {
 	return poll.Stop(err)
 }
 
-// wantReply checks a httpReply's status, Content-Type and body exactly.
-func wantReply(t *testing.T, name string, got httpReply, status int, contentType, body string) {
+// wantReply checks a servetest.Reply's status, Content-Type and body exactly.
+func wantReply(t *testing.T, name string, got servetest.Reply, status int, contentType, body string) {
 	t.Helper()
-	if got.status != status || got.header.Get("Content-Type") != contentType || got.body != body {
-		t.Errorf("%s: %d %q %q; want %d %q %q", name, got.status, got.header.Get("Content-Type"), got.body, status, contentType, body)
+	if got.Status != status || got.Header.Get("Content-Type") != contentType || got.Body != body {
+		t.Errorf("%s: %d %q %q; want %d %q %q", name, got.Status, got.Header.Get("Content-Type"), got.Body, status, contentType, body)
 	}
 }
 
@@ -244,10 +194,10 @@ func TestMCPHTTPOrigin(t *testing.T) {
 		if tc.origin != "" {
 			kv = []string{"Origin", tc.origin}
 		}
-		r := httpSend(t, http.MethodPost, tc.url, initializeBody, kv...)
+		r := servetest.Send(t, http.MethodPost, tc.url, initializeBody, kv...)
 		if tc.ok {
-			if r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
-				t.Errorf("%s: %d %s; want 200 and a session", name, r.status, r.body)
+			if r.Status != http.StatusOK || r.Header.Get("Mcp-Session-Id") == "" {
+				t.Errorf("%s: %d %s; want 200 and a session", name, r.Status, r.Body)
 			}
 			continue
 		}
@@ -256,12 +206,12 @@ func TestMCPHTTPOrigin(t *testing.T) {
 
 	// A refused origin is refused whatever the method.
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		r := httpSend(t, m, own, "", "Origin", "http://attacker.example", "Mcp-Session-Id", "x")
+		r := servetest.Send(t, m, own, "", "Origin", "http://attacker.example", "Mcp-Session-Id", "x")
 		wantReply(t, m, r, http.StatusForbidden, "text/plain; charset=utf-8", forbiddenOrigin)
 	}
 	// The SDK's Host check (DNS rebinding by Host) stays on: a loopback
 	// listener refuses a Host that is not a loopback name.
-	r := httpSend(t, http.MethodPost, own, initializeBody, "Host", "attacker.example:"+p)
+	r := servetest.Send(t, http.MethodPost, own, initializeBody, "Host", "attacker.example:"+p)
 	wantReply(t, "Host", r, http.StatusForbidden, "application/json",
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Forbidden: invalid Host header \"attacker.example:`+p+`\""}}`+"\n")
 }
@@ -299,14 +249,14 @@ func TestMCPHTTPErrors(t *testing.T) {
 		"GET without a session": {"GET", "", nil, 400,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: GET requires an Mcp-Session-Id header"}}`},
 	} {
-		r := httpSend(t, tc.method, u, tc.body, tc.kv...)
+		r := servetest.Send(t, tc.method, u, tc.body, tc.kv...)
 		wantReply(t, name, r, tc.status, jsonType, tc.want+"\n")
 	}
 
 	// The session still works after all that.
-	r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
-	if r.status != http.StatusOK || !strings.Contains(r.body, `{"jsonrpc":"2.0","id":9,"result":{}}`) {
-		t.Errorf("ping: %d %s", r.status, r.body)
+	r := servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, `{"jsonrpc":"2.0","id":9,"result":{}}`) {
+		t.Errorf("ping: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -347,7 +297,7 @@ func TestMCPHTTPNotifications(t *testing.T) {
 		"unknown, stateless modern":  {stateless, unknown, modern},
 		"batch, stateless":           {stateless, "[" + unknown + "," + cancelled + "]", nil},
 	} {
-		wantReply(t, name, httpSend(t, http.MethodPost, tc.url, tc.body, tc.kv...), http.StatusAccepted, "", "")
+		wantReply(t, name, servetest.Send(t, http.MethodPost, tc.url, tc.body, tc.kv...), http.StatusAccepted, "", "")
 	}
 
 	// Refused: a malformed notification, and what the request itself
@@ -381,23 +331,23 @@ func TestMCPHTTPNotifications(t *testing.T) {
 		"unsupported version": {stateless, unknown, []string{"Mcp-Protocol-Version", "1999-01-01"}, 400,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Unsupported protocol version (supported versions: ` + strings.Join(mcp.SupportedProtocolVersions(), ",") + `)"}}`},
 	} {
-		wantReply(t, name, httpSend(t, http.MethodPost, tc.url, tc.body, tc.kv...), tc.status, "application/json", tc.want+"\n")
+		wantReply(t, name, servetest.Send(t, http.MethodPost, tc.url, tc.body, tc.kv...), tc.status, "application/json", tc.want+"\n")
 	}
 
 	// A batch with a call: the call is answered, the unknown notification
 	// ignored.
-	r := httpSend(t, http.MethodPost, u, "["+unknown+`,{"jsonrpc":"2.0","id":4,"method":"ping"}]`, in...)
+	r := servetest.Send(t, http.MethodPost, u, "["+unknown+`,{"jsonrpc":"2.0","id":4,"method":"ping"}]`, in...)
 	wantReply(t, "batch with a call", r, http.StatusOK, "text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n")
 	// A batch reaches the SDK whole.
-	r = httpSend(t, http.MethodPost, u, `[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`, in...)
+	r = servetest.Send(t, http.MethodPost, u, `[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`, in...)
 	wantOK(t, "batch of calls", r, `{"jsonrpc":"2.0","id":5,"result":{}}`)
 	wantOK(t, "batch of calls", r, `{"jsonrpc":"2.0","id":6,"result":{}}`)
 
 	// The SDK gets the notifications it knows from a batch with unknown
 	// ones: notifications/cancelled cancels a call.
-	go httpDo(t.Context(), http.MethodPost, u, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, in...)
+	go servetest.Do(t.Context(), http.MethodPost, u, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, in...)
 	s.wait.waitStarted(t, 1)
-	r = httpSend(t, http.MethodPost, u, "["+unknown+`,{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}]`, in...)
+	r = servetest.Send(t, http.MethodPost, u, "["+unknown+`,{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}]`, in...)
 	wantReply(t, "cancel in a batch", r, http.StatusAccepted, "", "")
 	select {
 	case <-s.wait.canceled:
@@ -406,7 +356,7 @@ func TestMCPHTTPNotifications(t *testing.T) {
 	}
 
 	// The session goes on.
-	r = httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, in0618...)
+	r = servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, in0618...)
 	wantOK(t, "ping", r, `{"jsonrpc":"2.0","id":9,"result":{}}`)
 }
 
@@ -418,24 +368,24 @@ func TestMCPHTTPSessionLimit(t *testing.T) {
 		ids = append(ids, httpInitialize(t, u))
 	}
 	full := `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server is at its limit of 3 sessions and requests in flight; retry later"}}` + "\n"
-	r := httpSend(t, http.MethodPost, u, initializeBody)
+	r := servetest.Send(t, http.MethodPost, u, initializeBody)
 	wantReply(t, "over the limit", r, http.StatusServiceUnavailable, "application/json", full)
-	if got := r.header.Get("Retry-After"); got != "30" {
+	if got := r.Header.Get("Retry-After"); got != "30" {
 		t.Errorf("Retry-After %q", got)
 	}
 	// Open sessions go on.
-	if r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Mcp-Session-Id", ids[0], "Mcp-Protocol-Version", "2025-06-18"); r.status != http.StatusOK {
-		t.Errorf("tools/list in an open session: %d %s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Mcp-Session-Id", ids[0], "Mcp-Protocol-Version", "2025-06-18"); r.Status != http.StatusOK {
+		t.Errorf("tools/list in an open session: %d %s", r.Status, r.Body)
 	}
 
-	if r := httpSend(t, http.MethodDelete, u, "", "Mcp-Session-Id", ids[1]); r.status != http.StatusNoContent {
-		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodDelete, u, "", "Mcp-Session-Id", ids[1]); r.Status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 	}
 	// The slot frees as the session ends, just after the DELETE.
 	poll.Eventually(t, 5*time.Second, "initialize succeeds after a DELETE", func() error {
-		return servedOrRefused(httpSend(t, http.MethodPost, u, initializeBody))
+		return servedOrRefused(servetest.Send(t, http.MethodPost, u, initializeBody))
 	})
-	wantReply(t, "full again", httpSend(t, http.MethodPost, u, initializeBody), http.StatusServiceUnavailable, "application/json", full)
+	wantReply(t, "full again", servetest.Send(t, http.MethodPost, u, initializeBody), http.StatusServiceUnavailable, "application/json", full)
 }
 
 // TestMCPHTTPRequestLimit checks that requests in flight without a
@@ -447,22 +397,22 @@ func TestMCPHTTPRequestLimit(t *testing.T) {
 	modernWaitBody := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + newest +
 		`","io.modelcontextprotocol/clientCapabilities":{}},"name":"wait","arguments":{}}}`
 	modernWait := []string{"Mcp-Protocol-Version", newest, "Mcp-Method", "tools/call", "Mcp-Name", "wait"}
-	refused := func(t *testing.T, name string, r httpReply, id string) {
+	refused := func(t *testing.T, name string, r servetest.Reply, id string) {
 		t.Helper()
 		wantReply(t, name, r, http.StatusServiceUnavailable, "application/json", `{"jsonrpc":"2.0","id":`+id+
 			`,"error":{"code":-32000,"message":"server is at its limit of 2 sessions and requests in flight; retry later"}}`+"\n")
-		if got := r.header.Get("Retry-After"); got != "30" {
+		if got := r.Header.Get("Retry-After"); got != "30" {
 			t.Errorf("%s: Retry-After %q", name, got)
 		}
 	}
 	// inFlight sends a request in a goroutine; its reply comes on the
 	// channel.
-	inFlight := func(t *testing.T, u, body string, kv ...string) <-chan httpReply {
-		ch := make(chan httpReply, 1)
+	inFlight := func(t *testing.T, u, body string, kv ...string) <-chan servetest.Reply {
+		ch := make(chan servetest.Reply, 1)
 		go func() {
-			r, err := httpDo(t.Context(), http.MethodPost, u, body, kv...)
+			r, err := servetest.Do(t.Context(), http.MethodPost, u, body, kv...)
 			if err != nil {
-				r.body = err.Error()
+				r.Body = err.Error()
 			}
 			ch <- r
 		}()
@@ -470,11 +420,11 @@ func TestMCPHTTPRequestLimit(t *testing.T) {
 	}
 	// freed waits for a request to be served again, once the calls have
 	// returned.
-	freed := func(t *testing.T, name string, send func() httpReply) {
+	freed := func(t *testing.T, name string, send func() servetest.Reply) {
 		t.Helper()
 		poll.Eventually(t, 5*time.Second, name+" is served once the calls returned", func() error { return servedOrRefused(send()) })
 	}
-	wantDone := func(t *testing.T, name string, ch <-chan httpReply) {
+	wantDone := func(t *testing.T, name string, ch <-chan servetest.Reply) {
 		t.Helper()
 		select {
 		case r := <-ch:
@@ -493,13 +443,13 @@ func TestMCPHTTPRequestLimit(t *testing.T) {
 
 		refused(t, "legacy tools/list", legacySend(t, s.url, "", listBody), "2")
 		refused(t, "modern tools/list", modernSend(t, s.url, 7, "tools/list", "", ""), "7")
-		refused(t, "initialize", httpSend(t, http.MethodPost, s.url, initializeBody), "1")
-		refused(t, "notification", httpSend(t, http.MethodPost, s.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`), "null")
+		refused(t, "initialize", servetest.Send(t, http.MethodPost, s.url, initializeBody), "1")
+		refused(t, "notification", servetest.Send(t, http.MethodPost, s.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`), "null")
 
 		s.wait.open()
 		wantDone(t, "legacy call", legacy)
 		wantDone(t, "modern call", modern)
-		freed(t, "tools/list", func() httpReply { return legacySend(t, s.url, "", listBody) })
+		freed(t, "tools/list", func() servetest.Reply { return legacySend(t, s.url, "", listBody) })
 		// Both places are free.
 		first, second := inFlight(t, s.url, waitBody), inFlight(t, s.url, waitBody)
 		wantDone(t, "first call", first)
@@ -515,14 +465,14 @@ func TestMCPHTTPRequestLimit(t *testing.T) {
 
 		// One session and one request: no new session, no other request
 		// without a session.
-		refused(t, "initialize", httpSend(t, http.MethodPost, s.url, initializeBody), "1")
+		refused(t, "initialize", servetest.Send(t, http.MethodPost, s.url, initializeBody), "1")
 		refused(t, "modern tools/list", modernSend(t, s.url, 7, "tools/list", "", ""), "7")
 		// A request in the open session is not one more.
 		wantOK(t, "tools/list in the session", legacySend(t, s.url, session, listBody), `"name":"echo"`)
 
 		s.wait.open()
 		wantDone(t, "modern call", modern)
-		freed(t, "initialize", func() httpReply { return httpSend(t, http.MethodPost, s.url, initializeBody) })
+		freed(t, "initialize", func() servetest.Reply { return servetest.Send(t, http.MethodPost, s.url, initializeBody) })
 		refused(t, "modern tools/list with two sessions", modernSend(t, s.url, 8, "tools/list", "", ""), "8")
 	})
 }
@@ -531,15 +481,15 @@ func TestMCPHTTPSessionIdle(t *testing.T) {
 	t.Parallel()
 	u := startHTTPServer(t, &Options{MaxSessions: 1, SessionIdle: 300 * time.Millisecond})
 	id := httpInitialize(t, u)
-	if r := httpSend(t, http.MethodPost, u, initializeBody); r.status != http.StatusServiceUnavailable {
-		t.Fatalf("second session: %d %s", r.status, r.body)
+	if r := servetest.Send(t, http.MethodPost, u, initializeBody); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("second session: %d %s", r.Status, r.Body)
 	}
 	// The idle session closes, and frees its place for a new one; a
 	// request in it would keep it open.
 	poll.Eventually(t, 5*time.Second, "a new session opens once the idle one closed", func() error {
-		return servedOrRefused(httpSend(t, http.MethodPost, u, initializeBody))
+		return servedOrRefused(servetest.Send(t, http.MethodPost, u, initializeBody))
 	})
-	r := httpSend(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, "Mcp-Session-Id", id)
+	r := servetest.Send(t, http.MethodPost, u, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, "Mcp-Session-Id", id)
 	wantReply(t, "idle session", r, http.StatusNotFound, "application/json",
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}`+"\n")
 }
@@ -578,7 +528,7 @@ func TestMCPHTTPShutdown(t *testing.T) {
 	in := []string{"Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"}
 
 	// The session's event stream, open.
-	stream, err := httpOpen(t.Context(), http.MethodGet, s.url, "", in...)
+	stream, err := servetest.Open(t.Context(), http.MethodGet, s.url, "", in...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +552,7 @@ func TestMCPHTTPShutdown(t *testing.T) {
 	// A call in flight, in the session.
 	call := make(chan error, 1)
 	go func() {
-		_, err := httpDo(t.Context(), http.MethodPost, s.url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, in...)
+		_, err := servetest.Do(t.Context(), http.MethodPost, s.url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, in...)
 		call <- err
 	}()
 	s.wait.waitStarted(t, 1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -21,78 +20,9 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
 	"github.com/agenthost/agenthost/internal/poll"
+	"github.com/agenthost/agenthost/internal/servetest"
 	"github.com/agenthost/agenthost/sdk"
 )
-
-// newTestRegistry is the registry agenthost builds from the plugins in
-// dir, with root as the workspace and the named tools enabled.
-func newTestRegistry(t *testing.T, dir, root string, enable ...string) *host.ToolRegistry {
-	t.Helper()
-	reg, err := host.NewDefaultToolRegistry(t.Context(), dir, &host.Options{Roots: []string{root}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	for _, name := range enable {
-		if err := reg.Enable(name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
-}
-
-// connectInMemory serves reg in-process and returns a client session to
-// it. Every message the client reads is also written to wire.
-func connectInMemory(t *testing.T, reg *host.ToolRegistry, wire io.Writer) *mcp.ClientSession {
-	t.Helper()
-	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := New(reg, nil).Connect(t.Context(), serverT, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	var ct mcp.Transport = clientT
-	if wire != nil {
-		ct = &mcp.LoggingTransport{Transport: clientT, Writer: wire}
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
-func toolNames(tools []*mcp.Tool) []string {
-	var names []string
-	for _, tl := range tools {
-		names = append(names, tl.Name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// text is the text of a result that must be one text content.
-func text(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("content %v, want one text", res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content %T, want text", res.Content[0])
-	}
-	return tc.Text
-}
-
-func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
-	return res
-}
 
 func TestMCPServer(t *testing.T) {
 	dir := pluginDir(t)
@@ -100,9 +30,9 @@ func TestMCPServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := newTestRegistry(t, dir, root)
+	reg := servetest.NewRegistry(t, dir, root)
 	var wire plugintest.Buffer
-	cs := connectInMemory(t, reg, &wire)
+	cs := servetest.ConnectInMemory(t, New(reg, nil).Connect, &wire)
 
 	t.Run("initialize", func(t *testing.T) {
 		info := cs.InitializeResult().ServerInfo
@@ -123,7 +53,7 @@ func TestMCPServer(t *testing.T) {
 		for _, s := range reg.EnabledSchemas() {
 			want[s.Function.Name] = s
 		}
-		if got, wantNames := toolNames(res.Tools), slices.Sorted(maps.Keys(want)); !slices.Equal(got, wantNames) {
+		if got, wantNames := servetest.ToolNames(res.Tools), slices.Sorted(maps.Keys(want)); !slices.Equal(got, wantNames) {
 			t.Fatalf("tools %v, want the enabled ones %v", got, wantNames)
 		}
 		if _, ok := want["danger"]; ok {
@@ -188,8 +118,8 @@ func TestMCPServer(t *testing.T) {
 	}
 	for name, tc := range calls {
 		t.Run("tools/call "+name, func(t *testing.T) {
-			res := call(t, cs, tc.name, tc.args)
-			got := text(t, res)
+			res := servetest.Call(t, cs, tc.name, tc.args)
+			got := servetest.Text(t, res)
 			if res.IsError != tc.isError {
 				t.Errorf("isError %v, want %v (%q)", res.IsError, tc.isError, got)
 			}
@@ -206,15 +136,15 @@ func TestMCPServer(t *testing.T) {
 	})
 
 	t.Run("enabled opt-in tool", func(t *testing.T) {
-		cs := connectInMemory(t, newTestRegistry(t, dir, root, "danger"), nil)
+		cs := servetest.ConnectInMemory(t, New(servetest.NewRegistry(t, dir, root, "danger"), nil).Connect, nil)
 		res, err := cs.ListTools(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(toolNames(res.Tools), "danger") {
-			t.Errorf("tools %v lack the enabled danger", toolNames(res.Tools))
+		if !slices.Contains(servetest.ToolNames(res.Tools), "danger") {
+			t.Errorf("tools %v lack the enabled danger", servetest.ToolNames(res.Tools))
 		}
-		if got := text(t, call(t, cs, "danger", nil)); got != "done" {
+		if got := servetest.Text(t, servetest.Call(t, cs, "danger", nil)); got != "done" {
 			t.Errorf("danger: %q", got)
 		}
 	})
@@ -302,10 +232,10 @@ func (b *blocker) cancelCall(t *testing.T, cs *mcp.ClientSession) {
 func TestMCPCancel(t *testing.T) {
 	dir := pluginDir(t)
 	root := t.TempDir()
-	reg := newTestRegistry(t, dir, root)
+	reg := servetest.NewRegistry(t, dir, root)
 	inMemory := newBlocker(t, reg, "block_mem")
 	overHTTP := newBlocker(t, reg, "block_http")
-	cs := connectInMemory(t, reg, nil)
+	cs := servetest.ConnectInMemory(t, New(reg, nil).Connect, nil)
 
 	t.Run("in-process tool", func(t *testing.T) { inMemory.cancelCall(t, cs) })
 
@@ -322,7 +252,7 @@ func TestMCPCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		overHTTP.cancelCall(t, hcs)
-		if got := text(t, call(t, hcs, "echo", map[string]any{"text": "after"})); got != "after" {
+		if got := servetest.Text(t, servetest.Call(t, hcs, "echo", map[string]any{"text": "after"})); got != "after" {
 			t.Errorf("echo after cancel: %q", got)
 		}
 		// Canceling the server's context shuts it down, with a session open.
@@ -366,7 +296,7 @@ func TestMCPCancel(t *testing.T) {
 			t.Errorf("the canceled call took %s", d)
 		}
 		// The session and the plugin go on.
-		if got := text(t, call(t, cs, "echo", map[string]any{"text": "after"})); got != "after" {
+		if got := servetest.Text(t, servetest.Call(t, cs, "echo", map[string]any{"text": "after"})); got != "after" {
 			t.Errorf("echo after cancel: %q", got)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/plugintest"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // structuredTools are the built-in tools with structured results.
@@ -55,8 +56,8 @@ func TestMCPStructuredResults(t *testing.T) {
 	if err := os.Symlink("notes.txt", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	reg := newTestRegistry(t, dir, root, "run_bash", "remove")
-	cs := connectInMemory(t, reg, nil)
+	reg := servetest.NewRegistry(t, dir, root, "run_bash", "remove")
+	cs := servetest.ConnectInMemory(t, New(reg, nil).Connect, nil)
 
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -88,9 +89,9 @@ func TestMCPStructuredResults(t *testing.T) {
 	}
 
 	t.Run("run_bash", func(t *testing.T) {
-		res := call(t, cs, "run_bash", map[string]any{"command": "echo out; echo '<err>' >&2; exit 3"})
+		res := servetest.Call(t, cs, "run_bash", map[string]any{"command": "echo out; echo '<err>' >&2; exit 3"})
 		var fromText, structured map[string]any
-		if err := json.Unmarshal([]byte(text(t, res)), &fromText); err != nil {
+		if err := json.Unmarshal([]byte(servetest.Text(t, res)), &fromText); err != nil {
 			t.Fatalf("the text is not JSON: %v", err)
 		}
 		structuredOf(t, res, &structured)
@@ -103,7 +104,7 @@ func TestMCPStructuredResults(t *testing.T) {
 	})
 
 	t.Run("search_text", func(t *testing.T) {
-		res := call(t, cs, "search_text", map[string]any{"query": "alpha", "context": 1})
+		res := servetest.Call(t, cs, "search_text", map[string]any{"query": "alpha", "context": 1})
 		var out struct {
 			Lines []struct {
 				Path    string `json:"path"`
@@ -122,7 +123,7 @@ func TestMCPStructuredResults(t *testing.T) {
 			}
 			lines = append(lines, l.Path+sep+fmt.Sprint(l.Line)+sep+l.Text)
 		}
-		got := strings.ReplaceAll(text(t, res), "--\n", "")
+		got := strings.ReplaceAll(servetest.Text(t, res), "--\n", "")
 		if want := strings.Join(lines, "\n"); got != want {
 			t.Errorf("the text:\n%s\nthe structured lines say:\n%s", got, want)
 		}
@@ -132,16 +133,16 @@ func TestMCPStructuredResults(t *testing.T) {
 	})
 
 	t.Run("search_files", func(t *testing.T) {
-		res := call(t, cs, "search_files", map[string]any{"pattern": "**"})
+		res := servetest.Call(t, cs, "search_files", map[string]any{"pattern": "**"})
 		var out struct {
 			Paths []string `json:"paths"`
 			Total int      `json:"total"`
 		}
 		structuredOf(t, res, &out)
-		if got, want := text(t, res), strings.Join(out.Paths, "\n"); got != want || out.Total != 4 {
+		if got, want := servetest.Text(t, res), strings.Join(out.Paths, "\n"); got != want || out.Total != 4 {
 			t.Errorf("the text:\n%s\nstructuredContent %+v", got, out)
 		}
-		none := call(t, cs, "search_files", map[string]any{"pattern": "*.none"})
+		none := servetest.Call(t, cs, "search_files", map[string]any{"pattern": "*.none"})
 		structuredOf(t, none, &out)
 		if len(out.Paths) != 0 || out.Total != 0 || out.Paths == nil {
 			t.Errorf("no match: structuredContent %+v, want an empty list", out)
@@ -149,7 +150,7 @@ func TestMCPStructuredResults(t *testing.T) {
 	})
 
 	t.Run("file_info", func(t *testing.T) {
-		res := call(t, cs, "file_info", map[string]any{"paths": []string{"notes.txt", "link", "missing", "sub"}})
+		res := servetest.Call(t, cs, "file_info", map[string]any{"paths": []string{"notes.txt", "link", "missing", "sub"}})
 		var out struct {
 			Files []struct {
 				Path, Error, Type, Target, Permissions, Mode, Owner, Modified, Created string
@@ -157,7 +158,7 @@ func TestMCPStructuredResults(t *testing.T) {
 			} `json:"files"`
 		}
 		structuredOf(t, res, &out)
-		blocks := text(t, res)
+		blocks := servetest.Text(t, res)
 		if len(out.Files) != 4 {
 			t.Fatalf("structuredContent %+v, want 4 records", out)
 		}
@@ -186,8 +187,8 @@ func TestMCPStructuredResults(t *testing.T) {
 	})
 
 	t.Run("errors are text", func(t *testing.T) {
-		res := call(t, cs, "file_info", map[string]any{"paths": []string{"missing"}})
-		if !res.IsError || res.StructuredContent != nil || !strings.HasPrefix(text(t, res), "Error executing file_info: ") {
+		res := servetest.Call(t, cs, "file_info", map[string]any{"paths": []string{"missing"}})
+		if !res.IsError || res.StructuredContent != nil || !strings.HasPrefix(servetest.Text(t, res), "Error executing file_info: ") {
 			t.Errorf("a failed call: %+v", res)
 		}
 	})
@@ -197,7 +198,7 @@ func TestMCPStructuredResults(t *testing.T) {
 func structuredOf(t *testing.T, res *mcp.CallToolResult, v any) {
 	t.Helper()
 	if res.IsError {
-		t.Fatalf("the call failed: %s", text(t, res))
+		t.Fatalf("the call failed: %s", servetest.Text(t, res))
 	}
 	if res.StructuredContent == nil {
 		t.Fatal("no structuredContent")

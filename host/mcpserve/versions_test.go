@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/internal/buildinfo"
 	"github.com/agenthost/agenthost/internal/poll"
+	"github.com/agenthost/agenthost/internal/servetest"
 )
 
 // newest is the newest protocol version the SDK supports, which its
@@ -37,11 +38,11 @@ func checkSDKClient(t *testing.T, u string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := toolNames(list.Tools); !slices.Contains(names, "echo") {
+	if names := servetest.ToolNames(list.Tools); !slices.Contains(names, "echo") {
 		t.Errorf("tools %v", names)
 	}
-	res := call(t, cs, "echo", map[string]any{"text": "hi"})
-	if got := text(t, res); got != "hi" || res.IsError {
+	res := servetest.Call(t, cs, "echo", map[string]any{"text": "hi"})
+	if got := servetest.Text(t, res); got != "hi" || res.IsError {
 		t.Errorf("echo: %q (isError %v)", got, res.IsError)
 	}
 	data, err := json.Marshal(res)
@@ -55,7 +56,7 @@ func checkSDKClient(t *testing.T, u string) {
 
 // modernSend sends one request of protocol 2026-07-28 or later: params
 // with the version in _meta, and the headers the version requires.
-func modernSend(t *testing.T, u string, id int, method, name, params string) httpReply {
+func modernSend(t *testing.T, u string, id int, method, name, params string) servetest.Reply {
 	t.Helper()
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + newest + `","io.modelcontextprotocol/clientCapabilities":{}}`
 	if params != "" {
@@ -66,18 +67,18 @@ func modernSend(t *testing.T, u string, id int, method, name, params string) htt
 	if name != "" {
 		kv = append(kv, "Mcp-Name", name)
 	}
-	return httpSend(t, http.MethodPost, u, string(body), kv...)
+	return servetest.Send(t, http.MethodPost, u, string(body), kv...)
 }
 
 // legacySend sends one request of a session of protocol 2025-06-18 (no
 // session with an empty id).
-func legacySend(t *testing.T, u, session, body string) httpReply {
+func legacySend(t *testing.T, u, session, body string) servetest.Reply {
 	t.Helper()
 	kv := []string{"Mcp-Protocol-Version", "2025-06-18"}
 	if session != "" {
 		kv = append(kv, "Mcp-Session-Id", session)
 	}
-	return httpSend(t, http.MethodPost, u, body, kv...)
+	return servetest.Send(t, http.MethodPost, u, body, kv...)
 }
 
 const (
@@ -87,10 +88,10 @@ const (
 )
 
 // wantOK checks that a request got 200 with want in its body.
-func wantOK(t *testing.T, name string, r httpReply, want string) {
+func wantOK(t *testing.T, name string, r servetest.Reply, want string) {
 	t.Helper()
-	if r.status != http.StatusOK || !strings.Contains(r.body, want) {
-		t.Errorf("%s: %d %s; want 200 with %s", name, r.status, r.body, want)
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, want) {
+		t.Errorf("%s: %d %s; want 200 with %s", name, r.Status, r.Body, want)
 	}
 }
 
@@ -110,7 +111,7 @@ func TestMCPHTTPVersions(t *testing.T) {
 	r = modernSend(t, u, 3, "tools/call", "echo", `"name":"echo","arguments":{"text":"hi"}`)
 	wantOK(t, "modern tools/call", r, echoText)
 	wantOK(t, "modern tools/call", r, `"resultType":"complete"`)
-	if id := r.header.Get(sessionIDHeader); id != "" {
+	if id := r.Header.Get(sessionIDHeader); id != "" {
 		t.Errorf("a modern request got session %q", id)
 	}
 
@@ -119,8 +120,8 @@ func TestMCPHTTPVersions(t *testing.T) {
 	wantOK(t, "legacy tools/list", legacySend(t, u, session, listBody), `"name":"echo"`)
 	r = legacySend(t, u, session, echoBody)
 	wantOK(t, "legacy tools/call", r, echoText)
-	if strings.Contains(r.body, "resultType") {
-		t.Errorf("legacy tools/call has a resultType: %s", r.body)
+	if strings.Contains(r.Body, "resultType") {
+		t.Errorf("legacy tools/call has a resultType: %s", r.Body)
 	}
 	wantReply(t, "legacy without a session", legacySend(t, u, "", listBody), http.StatusBadRequest, "application/json",
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Bad Request: Mcp-Session-Id header is required"}}`+"\n")
@@ -133,14 +134,14 @@ func TestMCPHTTPStateless(t *testing.T) {
 	u := startHTTPServer(t, &Options{Stateless: true})
 	checkSDKClient(t, u)
 
-	r := httpSend(t, http.MethodPost, u, initializeBody)
+	r := servetest.Send(t, http.MethodPost, u, initializeBody)
 	wantOK(t, "initialize", r, `"protocolVersion":"2025-06-18"`)
-	if id := r.header.Get(sessionIDHeader); id != "" {
+	if id := r.Header.Get(sessionIDHeader); id != "" {
 		t.Errorf("initialize opened session %q", id)
 	}
 	wantOK(t, "legacy tools/list", legacySend(t, u, "", listBody), `"name":"echo"`)
 	wantOK(t, "legacy tools/call", legacySend(t, u, "", echoBody), echoText)
-	wantReply(t, "GET", httpSend(t, http.MethodGet, u, ""), http.StatusMethodNotAllowed, "application/json",
+	wantReply(t, "GET", servetest.Send(t, http.MethodGet, u, ""), http.StatusMethodNotAllowed, "application/json",
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Method Not Allowed"}}`+"\n")
 }
 
@@ -155,9 +156,9 @@ func TestMCPHTTPStatelessReplicas(t *testing.T) {
 	}
 
 	// Protocol 2025-06-18: the handshake on one, its end on the other.
-	wantOK(t, "initialize", httpSend(t, http.MethodPost, replicas[0], initializeBody), `"serverInfo":{"name":"agenthost"`)
-	if r := legacySend(t, replicas[1], "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
-		t.Errorf("initialized: %d %s", r.status, r.body)
+	wantOK(t, "initialize", servetest.Send(t, http.MethodPost, replicas[0], initializeBody), `"serverInfo":{"name":"agenthost"`)
+	if r := legacySend(t, replicas[1], "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.Status != http.StatusAccepted {
+		t.Errorf("initialized: %d %s", r.Status, r.Body)
 	}
 	for i := range 4 {
 		u := replicas[i%2]
@@ -250,7 +251,7 @@ func listen(t *testing.T, u string, id int, notifications string) (s *eventStrea
 	ctx, cancel := context.WithCancel(t.Context())
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{}},"notifications":%s}}`,
 		id, newest, notifications)
-	resp, err := httpOpen(ctx, http.MethodPost, u, body, "Mcp-Protocol-Version", newest, "Mcp-Method", "subscriptions/listen")
+	resp, err := servetest.Open(ctx, http.MethodPost, u, body, "Mcp-Protocol-Version", newest, "Mcp-Method", "subscriptions/listen")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,11 +286,11 @@ func modernTools(t *testing.T, u string) []string {
 			Tools []*mcp.Tool `json:"tools"`
 		} `json:"result"`
 	}
-	_, data, _ := strings.Cut(r.body, "data: ") // one event
-	if r.status != http.StatusOK || json.Unmarshal([]byte(data), &reply) != nil {
-		t.Fatalf("tools/list: %d %s", r.status, r.body)
+	_, data, _ := strings.Cut(r.Body, "data: ") // one event
+	if r.Status != http.StatusOK || json.Unmarshal([]byte(data), &reply) != nil {
+		t.Fatalf("tools/list: %d %s", r.Status, r.Body)
 	}
-	return toolNames(reply.Result.Tools)
+	return servetest.ToolNames(reply.Result.Tools)
 }
 
 // TestMCPHTTPListChanged checks that a client of protocol 2026-07-28 or
@@ -311,7 +312,7 @@ func TestMCPHTTPListChanged(t *testing.T) {
 
 		// A session's client of 2025-06-18, on its GET stream, alongside.
 		session := httpInitialize(t, s.url, "Mcp-Protocol-Version", "2025-06-18")
-		resp, err := httpOpen(t.Context(), http.MethodGet, s.url, "", "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
+		resp, err := servetest.Open(t.Context(), http.MethodGet, s.url, "", "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,8 +358,8 @@ func TestMCPHTTPListChanged(t *testing.T) {
 		third, _ := listen(t, s.url, 7, granted)
 		third.want(t, "acknowledged", listenAck(7, granted))
 		r := modernSend(t, s.url, 8, "tools/list", "", "")
-		if r.status != http.StatusServiceUnavailable {
-			t.Errorf("tools/list with 3 listens open: %d %s", r.status, r.body)
+		if r.Status != http.StatusServiceUnavailable {
+			t.Errorf("tools/list with 3 listens open: %d %s", r.Status, r.Body)
 		}
 		stopSecond()
 		second.ended(t, "closed by its client")
