@@ -104,6 +104,8 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkOneShot$$' -benchtime 1x ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench '^BenchmarkMCPReplicas$$' -benchtime 3000x -count 3 ./cmd/agenthost/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
+	$(GO) test -run '^$$' -bench '^Benchmark(Decide100Rules|Guard)$$' -benchmem -count 3 ./host/policy/
+	$(GO) test -run '^$$' -bench '^BenchmarkRecord$$' -benchmem -count 3 ./host/audit/
 
 # proto regenerates the committed protocol code. It needs protoc (Debian's
 # protobuf-compiler) and the two Go generators below.

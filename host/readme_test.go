@@ -29,7 +29,7 @@ func TestREADMEProgramsCompile(t *testing.T) {
 	// The programs each page must hold at least: README's embedding example
 	// and its tool, the embedding page's registry and agent, the
 	// walkthrough's plugin and the weather plugin.
-	want := map[string]int{"README.md": 2, "docs/embedding.md": 2, "docs/writing-tools.md": 2}
+	want := map[string]int{"README.md": 2, "docs/embedding.md": 2, "docs/writing-tools.md": 2, "docs/permissions.md": 1}
 
 	// A directory starting with "_" is inside the module but outside ./...
 	dir, err := os.MkdirTemp(root, "_readme-")

@@ -111,6 +111,12 @@ type Options struct {
 	// MCPServers are MCP servers whose tools NewDefaultToolRegistry
 	// registers after the plugins' (see LoadMCPServers).
 	MCPServers []MCPServer
+
+	// Interceptors are the steps every call passes through before its
+	// tool runs, the first outermost (see Interceptor): a policy that
+	// asks or denies, a record of the calls, tracing. Nothing that runs a
+	// tool through the registry bypasses them.
+	Interceptors []Interceptor
 }
 
 // DefaultIdleTimeout is how long a plugin may go without calls before it
@@ -134,6 +140,7 @@ type ToolRegistry struct {
 	// allowInsecure: Options.AllowInsecurePlugins.
 	allowInsecure bool
 	sandbox       *sandboxConfig
+	interceptors  []Interceptor
 
 	mu       sync.RWMutex
 	entries  map[string]*entry
@@ -205,6 +212,7 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		pluginEnv:    opts.PluginEnv,
 
 		allowInsecure: opts.AllowInsecurePlugins,
+		interceptors:  slices.Clone(opts.Interceptors),
 	}
 	r.rootsValue = r.roots
 	r.stateValue = sdk.StateFunc(r.state)
@@ -559,19 +567,16 @@ func (r *ToolRegistry) IsToolEnabled(name string) bool {
 // Execute returns the text alone: ExecuteResult returns a tool's
 // structured result too.
 func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMessage) string {
-	return r.execute(ctx, name, args, nil)
+	return r.execute(ctx, name, args, false).Text
 }
 
-// structuredOf is where execute puts a successful call's structured
-// result and the entry of its tool.
-type structuredOf struct {
-	structured json.RawMessage
-	entry      *entry
-}
-
-// execute runs a call and returns its text. A successful call sets
-// *out, when out is not nil.
-func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMessage, out *structuredOf) string {
+// execute runs a call: it finds the tool, checks the arguments, passes
+// the call through the interceptors and runs it. The structured result
+// of a tool that is not a typed sdk tool is asked for only when
+// wantStructured is set (ExecuteResult).
+func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMessage, wantStructured bool) Result {
+	// However the call ends, it no longer holds back the ones after it.
+	defer started(ctx)
 	r.mu.RLock()
 	e, ok := r.entries[name]
 	var enabled bool
@@ -585,32 +590,41 @@ func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMe
 	r.mu.RUnlock()
 	switch {
 	case !ok:
-		return "Error: tool not found: " + toolcall.Bound(name, toolcall.MaxName)
+		return Result{Text: "Error: tool not found: " + toolcall.Bound(name, toolcall.MaxName), IsError: true}
 	case !enabled:
-		return "Error: tool not available: " + name + " is disabled"
+		return Result{Text: "Error: tool not available: " + name + " is disabled", IsError: true}
 	}
+	fail := func(err error) Result { return Result{Text: failure(name, err), IsError: true} }
 
 	args = sdk.NormalizeArgs(args)
 	// JSON decoding would make U+FFFD of text that is not Unicode, in
 	// whichever tool: refuse it here, naming the argument.
 	if err := toolcall.CheckUnicode(args); err != nil {
-		return failure(name, err)
+		return fail(err)
 	}
-	call, err := prepare(e, args, out != nil)
+	call, err := prepare(e, args, wantStructured)
 	if err != nil {
-		return failure(name, err)
+		return fail(err)
 	}
 	if err := r.checkRoots(ctx, e); err != nil {
-		return failure(name, err)
+		return fail(err)
 	}
-	o, err := r.run(ctx, call, e.inline, timeout)
-	if err != nil {
-		return failure(name, err)
-	}
-	if out != nil {
-		*out = structuredOf{structured: o.structured, entry: e}
-	}
-	return o.result
+	return r.intercept(ctx, r.newCall(ctx, name, e, args), func(ctx context.Context, _ *Call) Result {
+		started(ctx)
+		o, err := r.run(ctx, call, e.inline, timeout)
+		if err != nil {
+			return fail(err)
+		}
+		if !wantStructured || e.output == nil {
+			return Result{Text: o.result}
+		}
+		if err := e.checkStructured(o.structured); err != nil {
+			r.logger.Warn("failing a call whose structured result breaks the tool's output schema",
+				"tool", name, "plugin", e.plugin, "error", err)
+			return fail(err)
+		}
+		return Result{Text: o.result, Structured: o.structured}
+	})
 }
 
 // prepare checks a call's arguments, on the caller's goroutine, and

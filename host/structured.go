@@ -50,21 +50,7 @@ type Result struct {
 // The schema is resolved on the first structured result of each tool;
 // a schema that does not resolve fails the call in the same way.
 func (r *ToolRegistry) ExecuteResult(ctx context.Context, name string, args json.RawMessage) Result {
-	var out structuredOf
-	text := r.execute(ctx, name, args, &out)
-	e, structured := out.entry, out.structured
-	switch {
-	case e == nil:
-		return Result{Text: text, IsError: true}
-	case e.output == nil:
-		return Result{Text: text}
-	}
-	if err := e.checkStructured(structured); err != nil {
-		r.logger.Warn("failing a call whose structured result breaks the tool's output schema",
-			"tool", name, "plugin", e.plugin, "error", err)
-		return Result{Text: failure(name, err), IsError: true}
-	}
-	return Result{Text: text, Structured: structured}
+	return r.execute(ctx, name, args, true)
 }
 
 // checkStructured checks a structured result of e's tool against its

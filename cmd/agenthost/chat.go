@@ -19,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
@@ -105,8 +106,9 @@ func chatCommand() *command {
 	var provider llm.Provider
 	var model string
 	return &command{
-		usage:   "agenthost chat [--provider NAME] [--model MODEL] [-m TEXT]",
-		details: chatDetails,
+		approval: policy.ModeAsk,
+		usage:    "agenthost chat [--provider NAME] [--model MODEL] [-m TEXT]",
+		details:  chatDetails,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.provider, "provider", "", "the model `PROVIDER`: openai, anthropic, openrouter or ollama (default: the first of ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY set)")
 			fs.StringVar(&f.model, "model", "", "the `MODEL` (default gpt-4o-mini, claude-sonnet-4-5, openai/gpt-4o-mini or llama3.2, by provider)")

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/sdk"
 )
@@ -20,8 +21,9 @@ import (
 func toolsCommand() *command {
 	var asJSON bool
 	return &command{
-		usage: "agenthost tools [--json]",
-		flags: func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the list as JSON") },
+		approval: policy.ModeAuto,
+		usage:    "agenthost tools [--json]",
+		flags:    func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the list as JSON") },
 		run: func(ctx context.Context, env *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("tools takes no arguments")
@@ -72,7 +74,8 @@ func toolsJSON(tools []host.ToolInfo) []toolJSON {
 
 func schemasCommand() *command {
 	return &command{
-		usage: "agenthost schemas",
+		approval: policy.ModeAuto,
+		usage:    "agenthost schemas",
 		run: func(ctx context.Context, env *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("schemas takes no arguments")
@@ -119,6 +122,7 @@ func callCommand() *command {
 
 func pluginsCommand() *command {
 	return &command{
+		approval:   policy.ModeAuto,
 		usage:      "agenthost plugins [lock [--lock FILE]]",
 		noRegistry: isPluginsLock,
 		run: func(ctx context.Context, env *env, args []string) error {

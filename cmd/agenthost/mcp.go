@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/mcpserve"
+	"github.com/agenthost/agenthost/host/policy"
 )
 
 // mcpTokenVar is the environment variable that holds the bearer token of
@@ -35,7 +36,8 @@ type mcpFlags struct {
 func mcpCommand() *command {
 	f := &mcpFlags{}
 	return &command{
-		usage: "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]",
+		approval: policy.ModeAuto,
+		usage:    "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")

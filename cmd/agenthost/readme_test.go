@@ -13,7 +13,7 @@ import (
 )
 
 // TestREADMEExamples runs the "$ bin/agenthost ..." lines of README.md
-// and of docs/cli.md as written, README's first, in order, from a
+// and of docs/cli.md and docs/permissions.md as written, README's first, in order, from a
 // directory holding bin/agenthost, bin/plugins and a copy of README.md,
 // and compares what each printed (stdout and stderr) with the lines that
 // follow it there.
@@ -25,7 +25,7 @@ func TestREADMEExamples(t *testing.T) {
 	for _, page := range []struct {
 		name string
 		min  int
-	}{{"README.md", 1}, {"docs/cli.md", 4}} {
+	}{{"README.md", 1}, {"docs/cli.md", 4}, {"docs/permissions.md", 2}} {
 		text, err := os.ReadFile(filepath.Join(root, page.name))
 		if err != nil {
 			t.Fatal(err)

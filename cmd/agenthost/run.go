@@ -16,7 +16,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/audit"
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
@@ -106,6 +108,17 @@ Flags (before or after the command):
                      (the session file), read:PATH, write:PATH, or asked
                      (all it declares); agenthost plugins shows what each
                      asks for and gets
+  --approval MODE    what a tool call no rule decides does: ask (the
+                     default of chat: read-only tools run, others are
+                     asked), edits (file changes inside the roots run
+                     too) or auto (the default of mcp: every call runs
+                     unless a rule asks or denies); agenthost call runs
+                     unless a deny rule matches
+  --allow RULE, --ask RULE, --deny RULE
+                     rules such as run_bash(git status*), write_file(src/**)
+                     or mcp:github (repeatable; deny beats ask, ask beats
+                     allow; see docs/permissions.md)
+  --audit FILE       append one JSON line per tool call to FILE
   --dev-profile MODE  on (default): a sandboxed process that runs programs
                      (run_bash's commands) reads the home directory's
                      toolchains and tool configuration, and writes caches of
@@ -145,6 +158,12 @@ type globals struct {
 	profileRead listFlag
 	caches      listFlag
 	secrets     listFlag
+
+	approval string
+	allow    listFlag
+	ask      listFlag
+	deny     listFlag
+	audit    string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -166,6 +185,11 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.Var(&g.profileRead, "profile-read", "more for processes that run programs to read and execute (`PATH`, repeatable)")
 	fs.Var(&g.caches, "profile-cache", "point the variable `VAR` of processes that run programs into the workspace's cache (repeatable)")
 	fs.Var(&g.secrets, "secret", "one more `PATH` no sandboxed process reaches (repeatable)")
+	fs.StringVar(&g.approval, "approval", g.approval, "what a call no rule decides does: ask, edits or auto (`MODE`; default ask for chat, auto for mcp)")
+	fs.Var(&g.allow, "allow", "let calls the `RULE` matches run without asking (repeatable)")
+	fs.Var(&g.ask, "ask", "ask before calls the `RULE` matches (repeatable)")
+	fs.Var(&g.deny, "deny", "deny calls the `RULE` matches (repeatable)")
+	fs.StringVar(&g.audit, "audit", g.audit, "append a record of every call to `FILE` (JSON lines)")
 }
 
 // listFlag is a repeatable string flag.
@@ -189,6 +213,10 @@ type command struct {
 	// is nil.
 	noRegistry func(args []string) bool
 	run        func(ctx context.Context, env *env, args []string) error
+	// approval is the command's approval mode unless --approval says
+	// otherwise; "" runs the calls a person types (agenthost call):
+	// only deny rules stop them.
+	approval policy.Mode
 }
 
 // env is what a command runs with.
@@ -199,6 +227,9 @@ type env struct {
 	// pluginsDir and lockFile are the plugins directory and the --lock
 	// flag.
 	pluginsDir, lockFile string
+	// guard is the policy every call of the registry passes.
+	guard  *policy.Guard
+	logger hclog.Logger
 }
 
 func commands() map[string]*command {
@@ -310,12 +341,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usagef("--profile-cache %s: not a variable name", name)
 		}
 	}
-	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock}
+	guard, err := newGuard(cfg, g, cmd, logger)
+	if err != nil {
+		return err
+	}
+	for _, note := range cfg.Notes {
+		logger.Warn(note)
+	}
+	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock, guard: guard, logger: logger}
 	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
+	interceptors := []host.Interceptor{guard.Intercept}
+	if g.audit != "" {
+		rec, err := audit.Open(g.audit, &audit.Options{Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer rec.Close()
+		// Outermost: the record sees what the policy decided.
+		interceptors = append([]host.Interceptor{rec.Intercept}, interceptors...)
+	}
 	servers := cfg.MCPServers()
-	opts := &host.Options{Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
+	opts := &host.Options{Interceptors: interceptors, Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
 		Sandbox: mode, Grants: grants, MCPServers: servers, Profile: profile}
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, opts)
@@ -354,7 +402,39 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	cmdEnv.registry = reg
+	// The audit record says which command a call came from; agenthost
+	// mcp names each client in its place.
+	ctx = host.WithCaller(ctx, "agenthost "+name)
 	return cmd.run(ctx, cmdEnv, fs.Args())
+}
+
+// newGuard is the policy of the command's calls: the configuration's
+// rules, then the flags', and the approval mode.
+func newGuard(cfg *config.File, g *globals, cmd *command, logger hclog.Logger) (*policy.Guard, error) {
+	p := cfg.Policy()
+	for _, list := range []struct {
+		flag   string
+		effect policy.Effect
+		rules  []string
+	}{{"allow", policy.Allow, g.allow}, {"ask", policy.Ask, g.ask}, {"deny", policy.Deny, g.deny}} {
+		for _, text := range list.rules {
+			if err := p.Add(list.effect, text); err != nil {
+				return nil, usagef("--%s %s: %v", list.flag, text, err)
+			}
+		}
+	}
+	opts := policy.Options{Mode: cmd.approval, Logger: logger}
+	if g.approval != "" {
+		mode, err := policy.ParseMode(g.approval)
+		if err != nil {
+			return nil, usagef("--approval: %v", err)
+		}
+		opts.Mode = mode
+	}
+	if cmd.approval == "" {
+		opts.Typed = true
+	}
+	return policy.NewGuard(p, opts), nil
 }
 
 // hasPlugin reports whether a plugin binary of that name (with or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/internal/textsafe"
 )
 
@@ -13,6 +14,7 @@ import (
 // file (config.Trust): until then, agenthost refuses to use it.
 func trustCommand() *command {
 	return &command{
+		approval:   policy.ModeAuto,
 		usage:      "agenthost trust [FILE]",
 		noRegistry: func([]string) bool { return true },
 		run: func(ctx context.Context, env *env, args []string) error {

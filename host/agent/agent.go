@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
@@ -99,6 +100,21 @@ type Options struct {
 	// RegistryOptions are the options of the registry the agent builds;
 	// unused when Registry is set. May be nil.
 	RegistryOptions *host.Options
+
+	// Approver answers, for this agent's conversation, the questions of
+	// the registry's policy guard (a policy.Guard among the registry's
+	// interceptors): may this call run? It is asked before a call runs,
+	// never after, one call at a time in the order the model asked for
+	// them; the calls it allows run in parallel. Its "allow for the
+	// session" answers hold for this agent only. When the agent builds
+	// its registry, Guard (or, with Guard nil, a guard of mode ask and no
+	// rules) is installed in it.
+	Approver policy.Approver
+
+	// Guard is the policy installed in the registry the agent builds,
+	// after RegistryOptions.Interceptors; unused when Registry is set
+	// (install it there).
+	Guard *policy.Guard
 }
 
 // Agent holds a conversation with a model and runs the tools the model
@@ -122,6 +138,8 @@ type Agent struct {
 	stop        []string
 	registry    Registry
 	owned       *host.ToolRegistry // the registry New built, which Close closes
+	// session carries the Approver to the registry's guard.
+	session *policy.Session
 
 	mu          sync.Mutex
 	system      string
@@ -157,7 +175,22 @@ func New(ctx context.Context, provider llm.Provider, opts Options) (*Agent, erro
 		t := *opts.Temperature
 		a.temperature = &t
 	}
+	if opts.Approver != nil {
+		a.session = policy.NewSession(opts.Approver)
+	}
 	if a.registry == nil {
+		guard := opts.Guard
+		if guard == nil && opts.Approver != nil {
+			guard = policy.NewGuard(nil, policy.Options{Mode: policy.ModeAsk})
+		}
+		if guard != nil {
+			ro := host.Options{}
+			if opts.RegistryOptions != nil {
+				ro = *opts.RegistryOptions
+			}
+			ro.Interceptors = append(slices.Clone(ro.Interceptors), guard.Intercept)
+			opts.RegistryOptions = &ro
+		}
 		reg, err := newRegistry(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
@@ -342,7 +375,8 @@ func (a *Agent) Messages() []llm.Message {
 // host.ToolRegistry.Execute).
 func (a *Agent) SaveContext(ctx context.Context, reason string) string {
 	args, _ := json.Marshal(map[string]string{"reason": reason})
-	return a.registry.Execute(ctx, "save_session_context", args)
+	// The program asks for it, not the model: no one is asked.
+	return a.registry.Execute(policy.Typed(ctx), "save_session_context", args)
 }
 
 // EventType says what an [Event] reports.
@@ -451,6 +485,9 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 	if emit == nil {
 		emit = func(Event) error { return nil }
 	}
+	if a.session != nil {
+		ctx = policy.WithSession(ctx, a.session)
+	}
 	question := a.append(llm.Message{Role: llm.RoleUser, Content: text})
 	for turn := range a.maxTurns {
 		req := &llm.Request{
@@ -473,12 +510,19 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
 		a.append(msg)
-		if err := emit(Event{Type: EventUsage, Usage: resp.Usage}); err != nil {
+		// From here on, a turn that stops early answers the tool calls it
+		// did not run: every tool call has its result, or the next request
+		// is refused.
+		stopped := func(err error) (string, error) {
+			a.unanswered(msg.ToolCalls)
 			return "", err
+		}
+		if err := emit(Event{Type: EventUsage, Usage: resp.Usage}); err != nil {
+			return stopped(err)
 		}
 		for _, w := range resp.Warnings {
 			if err := emit(Event{Type: EventWarning, Text: w}); err != nil {
-				return "", err
+				return stopped(err)
 			}
 		}
 		if len(msg.ToolCalls) == 0 {
@@ -489,7 +533,7 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 		}
 		for i := range msg.ToolCalls {
 			if err := emit(Event{Type: EventToolCall, ToolCall: &msg.ToolCalls[i]}); err != nil {
-				return "", err
+				return stopped(err)
 			}
 		}
 		results := a.runTools(ctx, msg.ToolCalls)
@@ -509,12 +553,28 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 	return "", fmt.Errorf("agent: %w after %d turns", ErrMaxTurns, a.maxTurns)
 }
 
+// unanswered answers the tool calls of a turn stopped before they ran.
+func (a *Agent) unanswered(calls []llm.ToolCall) {
+	results := make([]llm.Message, len(calls))
+	for i, c := range calls {
+		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, IsError: true,
+			Content: "Error executing " + toolcall.Bound(c.Name, toolcall.MaxName) + ": the turn was stopped before the tool ran"}
+	}
+	a.append(results...)
+}
+
 // runTools runs the calls in parallel and returns their results in the
 // calls' order. A call the client marked Invalid (arguments that are not
 // JSON, or cut off by the output limit) runs nothing: its result tells
 // the model why.
+//
+// On a *host.ToolRegistry, each call is let go once the one before it has
+// passed the registry's interceptors (host.NotifyStart): a policy asks
+// about them one at a time, in the model's order, and those allowed run
+// in parallel.
 func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Message {
 	results := make([]llm.Message, len(calls))
+	_, ordered := a.registry.(*host.ToolRegistry)
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		if c.Invalid != "" {
@@ -522,10 +582,22 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Messag
 				Content: "Error executing " + toolcall.Bound(c.Name, toolcall.MaxName) + ": " + c.Invalid + "; the tool did not run"}
 			continue
 		}
+		callCtx, ready := ctx, (<-chan struct{})(nil)
+		if ordered {
+			callCtx, ready = host.NotifyStart(ctx)
+		}
+		done := make(chan struct{})
 		wg.Go(func() {
-			out := a.registry.Execute(ctx, c.Name, c.Arguments)
+			defer close(done)
+			out := a.registry.Execute(callCtx, c.Name, c.Arguments)
 			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: host.IsError(out)}
 		})
+		if ready != nil {
+			select {
+			case <-ready:
+			case <-done:
+			}
+		}
 	}
 	wg.Wait()
 	return results

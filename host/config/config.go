@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/internal/textsafe"
 	"github.com/agenthost/agenthost/internal/toolcall"
 )
@@ -62,6 +63,31 @@ type File struct {
 	Grants map[string]Setting
 	// Servers is the mcpServers block, by server name.
 	Servers map[string]Server
+	// Rules are the permissions block's rules, in the order written (the
+	// user file's first), and the allow rules an mcpServers entry's
+	// autoApprove or alwaysAllow makes.
+	Rules []Rule
+	// Notes are what Load has to tell the user about the files it read:
+	// a project file's allow rules that wait for its trust.
+	Notes []string
+}
+
+// Rule is one rule of the permissions block: its list (policy.Allow,
+// policy.Ask or policy.Deny), its text, and where it is written.
+type Rule struct {
+	Effect policy.Effect
+	Text   string
+	File   string
+	Line   int
+}
+
+// Policy returns the rules as a policy.
+func (c *File) Policy() *policy.Policy {
+	p := &policy.Policy{}
+	for _, r := range c.Rules {
+		_ = p.Add(r.Effect, r.Text) // checked as the file was read
+	}
+	return p
 }
 
 // Setting is one key of a configuration file: the values its flag is set
@@ -94,6 +120,13 @@ type Server struct {
 	// says where the file names it.
 	envFile   string
 	envFileAt Setting
+	// autoApprove are the entry's autoApprove and alwaysAllow lists.
+	autoApprove []autoApproved
+}
+
+type autoApproved struct {
+	tools []string
+	at    *jsonValue
 }
 
 // New returns an empty configuration: what --config - reads.
@@ -168,7 +201,16 @@ func Load() (*File, error) {
 				return nil, untrustedError(file, nil)
 			}
 			if trusted, changed := projectTrusted(abs, data, over); !trusted {
-				return nil, untrustedError(file, changed)
+				if !over.onlyRules() {
+					return nil, untrustedError(file, changed)
+				}
+				// Ask and deny rules only narrow what runs: they count
+				// at once. Allow rules wait for the file's trust.
+				c.Rules = append(c.Rules, over.narrowing()...)
+				if len(over.narrowing()) < len(over.Rules) {
+					c.Notes = append(c.Notes, file+`: its permissions' allow rules count once the file is trusted (read it, then run "agenthost trust"); its ask and deny rules count now`)
+				}
+				continue
 			}
 		}
 		if err := over.readEnvFiles(); err != nil {
@@ -178,8 +220,25 @@ func Load() (*File, error) {
 		maps.Copy(c.Chat, over.Chat)
 		maps.Copy(c.Grants, over.Grants)
 		maps.Copy(c.Servers, over.Servers)
+		c.Rules = append(c.Rules, over.Rules...)
 	}
 	return c, nil
+}
+
+// onlyRules reports whether the file says nothing but rules.
+func (c *File) onlyRules() bool {
+	return len(c.Flags) == 0 && len(c.Chat) == 0 && len(c.Grants) == 0 && len(c.Servers) == 0
+}
+
+// narrowing are the ask and deny rules.
+func (c *File) narrowing() []Rule {
+	var out []Rule
+	for _, r := range c.Rules {
+		if r.Effect != policy.Allow {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // MCPServers lists the servers that are not disabled, by name.
@@ -232,6 +291,13 @@ var globalKeys = []flagKey{
 	{"profileRead", "profile-read", kindPaths, nil},
 	{"profileCaches", "profile-cache", kindStrings, nil},
 	{"secrets", "secret", kindPaths, nil},
+	{"approval", "approval", kindString, checkApproval},
+	{"audit", "audit", kindPath, nil},
+}
+
+func checkApproval(s string) error {
+	_, err := policy.ParseMode(s)
+	return err
 }
 
 // chatKeys are the keys of the chat block.
@@ -246,7 +312,8 @@ var chatKeys = []flagKey{
 }
 
 // The keys of an mcpServers entry: agenthost's, and the ones other clients
-// write that agenthost accepts and ignores.
+// write that agenthost accepts: autoApprove and alwaysAllow (allow rules
+// for the server's tools), description (ignored).
 var (
 	serverKeys        = []string{"command", "args", "env", "envFile", "cwd", "url", "headers", "type", "prefix", "timeout", "grant", "disabled"}
 	ignoredServerKeys = []string{"autoApprove", "alwaysAllow", "description"}
@@ -319,7 +386,7 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, err
 	}
 	c := New()
-	want := append(keyNames(globalKeys), "grants", "chat", "mcpServers")
+	want := append(keyNames(globalKeys), "grants", "chat", "mcpServers", "permissions")
 	members, err := l.object(doc, "", want, nil)
 	if err != nil {
 		return nil, err
@@ -332,6 +399,8 @@ func Parse(name string, data []byte) (*File, error) {
 			err = l.flagBlock(c.Chat, m.value, "chat", chatKeys)
 		case "mcpServers":
 			err = l.servers(c, m.value)
+		case "permissions":
+			err = l.permissions(c, m.value)
 		default:
 			err = l.flagValue(c.Flags, m, "", globalKeys)
 		}
@@ -437,6 +506,31 @@ func (l *loader) resolve(path string) string {
 	return filepath.Join(l.dir, path)
 }
 
+// permissions reads the permissions block: allow, ask and deny lists of
+// rules (policy.Parse).
+func (l *loader) permissions(c *File, v *jsonValue) error {
+	lists := map[string]policy.Effect{"allow": policy.Allow, "ask": policy.Ask, "deny": policy.Deny}
+	members, err := l.object(v, "permissions", []string{"allow", "ask", "deny"}, nil)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		path := "permissions." + m.name
+		rules, err := l.strs(m.value, path)
+		if err != nil {
+			return err
+		}
+		for i, text := range rules {
+			line := m.value.elems[i].line
+			if _, err := policy.Parse(text); err != nil {
+				return l.errorf(line, path, "%v", err)
+			}
+			c.Rules = append(c.Rules, Rule{Effect: lists[m.name], Text: text, File: l.file, Line: line})
+		}
+	}
+	return nil
+}
+
 // grants reads the grants block: plugin name → grant items.
 func (l *loader) grants(c *File, v *jsonValue) error {
 	members, err := l.object(v, "grants", nil, nil)
@@ -496,6 +590,20 @@ func (l *loader) servers(c *File, v *jsonValue) error {
 			return err
 		}
 		c.Servers[m.name] = e
+		for _, list := range e.autoApprove {
+			for i, tool := range list.tools {
+				name := tool
+				if e.Server.Prefix != "" {
+					name = e.Server.Prefix + "_" + tool
+				}
+				text := host.MCPSourcePrefix + m.name + "/" + name
+				line := list.at.elems[i].line
+				if _, err := policy.Parse(text); err != nil {
+					return l.errorf(line, "mcpServers."+textsafe.Name(m.name), "auto-approved tool %q: %v", tool, err)
+				}
+				c.Rules = append(c.Rules, Rule{Effect: policy.Allow, Text: text, File: l.file, Line: line})
+			}
+		}
 	}
 	return nil
 }
@@ -542,7 +650,10 @@ func (l *loader) server(name string, v *jsonValue) (Server, error) {
 		case "disabled":
 			e.Disabled, err = l.boolean(m.value, p)
 		case "autoApprove", "alwaysAllow":
-			_, err = l.strs(m.value, p)
+			var tools []string
+			if tools, err = l.strs(m.value, p); err == nil {
+				e.autoApprove = append(e.autoApprove, autoApproved{tools, m.value})
+			}
 		case "description":
 			_, err = l.str(m.value, p)
 		}

@@ -187,7 +187,7 @@ func TestConfigErrors(t *testing.T) {
     }
   }
 }`, `agenthost.json:4: mcpServers.github: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, grant, disabled)`},
-		"unknown top-level key": {`{"plugin": "x"}`, `agenthost.json:1: unknown key "plugin" (want plugins, roots, enable, disable, pluginEnv, logLevel, lock, eager, cacheDir, idleTimeout, allowInsecurePlugins, sandbox, devProfile, profileRead, profileCaches, secrets, grants, chat, mcpServers)`},
+		"unknown top-level key": {`{"plugin": "x"}`, `agenthost.json:1: unknown key "plugin" (want plugins, roots, enable, disable, pluginEnv, logLevel, lock, eager, cacheDir, idleTimeout, allowInsecurePlugins, sandbox, devProfile, profileRead, profileCaches, secrets, approval, audit, grants, chat, mcpServers, permissions)`},
 		"unknown chat key":      {"{\n\"chat\": {\"temperature\": 1}}", `agenthost.json:2: chat: unknown key "temperature" (want provider, model, baseURL, system, sessionFile, maxTurns, maxTokens)`},
 		"roots not an array":    {"{\n\n  \"roots\": 3}", `agenthost.json:3: roots: want an array of strings, got a number`},
 		"root not a string":     {"{\"roots\": [\n\"a\",\n null]}", `agenthost.json:3: roots[1]: want a string, got null`},

@@ -63,9 +63,11 @@ var FileTools = map[string]bool{
 type Rule struct {
 	// Text is the rule as written.
 	Text string
-	// Tool is a glob over tool names ("" when Source is set).
+	// Tool is a glob over tool names, as registered; "" in a rule over
+	// every tool of a source.
 	Tool string
-	// Source is "mcp:SERVER" for a rule over one server's tools.
+	// Source is "mcp:SERVER" for a rule over one server's tools (all of
+	// them, or those Tool matches: mcp:SERVER/TOOL).
 	Source string
 	// Spec is what is between the parentheses; HasSpec says there were
 	// parentheses.
@@ -97,10 +99,14 @@ func Parse(text string) (Rule, error) {
 		return r, fmt.Errorf("rule %q: \")\" without \"(\"", text)
 	}
 	if server, ok := strings.CutPrefix(s, "mcp:"); ok {
+		server, tool, hasTool := strings.Cut(server, "/")
 		if server == "" || strings.ContainsAny(server, "*?[ ") {
-			return r, fmt.Errorf("rule %q: want mcp:SERVER, a server's name", text)
+			return r, fmt.Errorf("rule %q: want mcp:SERVER or mcp:SERVER/TOOL, with a server's name", text)
 		}
-		r.Source = s
+		if hasTool && !validToolGlob(tool) {
+			return r, fmt.Errorf("rule %q: %q is not a tool name or a glob over tool names", text, tool)
+		}
+		r.Source, r.Tool = "mcp:"+server, tool
 	} else {
 		if !validToolGlob(s) {
 			return r, fmt.Errorf("rule %q: %q is not a tool name or a glob over tool names", text, s)
@@ -111,11 +117,11 @@ func Parse(text string) (Rule, error) {
 		return r, nil
 	}
 	switch {
-	case r.Tool == BashTool:
+	case r.Source == "" && r.Tool == BashTool:
 		if _, err := commands(strings.ReplaceAll(r.Spec, "*", "x")); err != nil {
 			return r, fmt.Errorf("rule %q: the command pattern does not parse: %v", text, err)
 		}
-	case FileTools[r.Tool]:
+	case r.Source == "" && FileTools[r.Tool]:
 		if !doublestar.ValidatePattern(filepath.ToSlash(r.Spec)) {
 			return r, fmt.Errorf("rule %q: %q is not a valid path glob", text, r.Spec)
 		}
@@ -164,6 +170,13 @@ type Call struct {
 	Root string
 }
 
+// isBash: the call is run_bash's, whose arguments are a command line. A
+// tool of that name from an MCP server is not.
+func (c Call) isBash() bool { return c.Tool == BashTool && !strings.HasPrefix(c.Source, "mcp:") }
+
+// isFile: the call is a file tool's, whose arguments are paths.
+func (c Call) isFile() bool { return FileTools[c.Tool] && !strings.HasPrefix(c.Source, "mcp:") }
+
 // Policy is three lists of rules.
 type Policy struct {
 	Allow, Ask, Deny []Rule
@@ -194,7 +207,7 @@ func (p *Policy) Add(effect Effect, text string) error {
 func (p *Policy) Decide(c Call) (Effect, *Rule) {
 	var cmds []command
 	var cmdErr error
-	if c.Tool == BashTool {
+	if c.isBash() {
 		var in struct {
 			Command string `json:"command"`
 		}
@@ -214,7 +227,7 @@ func (p *Policy) Decide(c Call) (Effect, *Rule) {
 
 // best is the most specific rule of rules that decides c.
 func best(rules []Rule, c Call, effect Effect, cmds []command, cmdErr error) *Rule {
-	if effect == Allow && c.Tool == BashTool {
+	if effect == Allow && c.isBash() {
 		return allowLine(rules, c, cmds, cmdErr)
 	}
 	var found *Rule
@@ -268,8 +281,11 @@ func allowLine(rules []Rule, c Call, cmds []command, cmdErr error) *Rule {
 }
 
 func (r *Rule) matchesTool(c Call) bool {
-	if r.Source != "" {
-		return c.Source == r.Source
+	if r.Source != "" && c.Source != r.Source {
+		return false
+	}
+	if r.Tool == "" {
+		return true
 	}
 	ok, _ := filepath.Match(r.Tool, c.Tool)
 	return ok
@@ -296,7 +312,7 @@ func (r *Rule) matchesArgs(c Call, effect Effect, cmds []command, cmdErr error) 
 		return true
 	}
 	switch {
-	case c.Tool == BashTool:
+	case c.isBash():
 		if cmdErr != nil || len(cmds) == 0 {
 			// A line that does not parse is never allowed by a
 			// pattern, nor matched by one.
@@ -309,7 +325,7 @@ func (r *Rule) matchesArgs(c Call, effect Effect, cmds []command, cmdErr error) 
 			}
 		}
 		return false
-	case FileTools[c.Tool]:
+	case c.isFile():
 		if len(c.Paths) == 0 {
 			return false
 		}
