@@ -17,6 +17,9 @@
 // The server offers the registry's enabled tools, as their titles,
 // schemas and annotations say (every hint explicit), and follows the
 // registry's changes; every tools/call runs through the registry, within
-// the workspace roots of the session's client when it offers roots. It
-// serves every protocol version the SDK supports.
+// the workspace roots of the session's client when it offers roots, and
+// through the registry's interceptors, with the client named as the
+// caller: a policy.Guard among them asks a client that declared
+// elicitation whether a call may run (see [Server]). It serves every
+// protocol version the SDK supports.
 package mcpserve

@@ -68,8 +68,15 @@ type Options struct {
 	// that any replica behind a load balancer can answer any request.
 	// Clients of versions before 2026-07-28 then lose server-to-client
 	// notifications outside a request, server-to-client requests (their
-	// roots are not asked for) and per-session state.
+	// roots are not asked for, nor their approval of a call) and
+	// per-session state.
 	Stateless bool
+
+	// ApprovalTimeout bounds how long a call that the registry's
+	// policy.Guard asks about waits for the client's answer to the
+	// elicitation request that asks it; a call not answered in time is
+	// denied. Zero or less means DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 }
 
 // A Server serves the enabled tools of a [host.ToolRegistry] to MCP
@@ -94,6 +101,20 @@ type Options struct {
 // cannot answer the server's requests (Stateless, protocol 2026-07-28
 // and later). Roots refused are logged to the registry's logger.
 //
+// Every tools/call passes the registry's interceptors (see
+// host.Interceptor) with a context that names its caller (host.WithCaller:
+// the client's name and version, and the session's ID when it has one,
+// `mcp client "claude-code" 2.1 (session ab12cd34…)`) and carries a
+// policy.Session (policy.WithSession), which a policy.Guard among the
+// interceptors asks about calls its rules or mode do not let run. A
+// client that declared the elicitation capability is asked with an
+// elicitation/create request, within Options.ApprovalTimeout; its answers
+// "allow for this session" hold for its session alone. A client that did
+// not, or one whose requests cannot be answered with a request of the
+// server's (Stateless, protocol 2026-07-28 and later), cannot be asked:
+// such a call is denied with a text that names the rule that would allow
+// it. See approvals.
+//
 // A session has at most 32 tools/call requests in flight; one more is
 // answered at once with an error saying so. When the server shuts down
 // (see [Server.Shutdown]), it takes no new session or call; the calls in
@@ -105,6 +126,7 @@ type Server struct {
 	server *mcp.Server
 	gate   *callGate
 	rpc    *rpcHandler
+	asks   *approvals
 	opts   Options // with the defaults filled in and the origins normal
 
 	// stopSync ends the offer's following of the registry.
@@ -140,7 +162,8 @@ func New(reg *host.ToolRegistry, opts *Options) *Server {
 			s.opts.AllowOrigins[i] = n
 		}
 	}
-	s.server, s.stopSync = newMCPServer(reg, s.opts.Implementation)
+	s.asks = newApprovals(s.opts.ApprovalTimeout)
+	s.server, s.stopSync = newMCPServer(reg, s.opts.Implementation, s.asks)
 	// The SDK runs a session's calls with contexts of their own, and
 	// closes a session only once its calls have returned: the gate ends
 	// them. A stateless session's client is never asked for its roots.
@@ -335,8 +358,9 @@ func (s *Server) closeSessions() <-chan struct{} {
 // changes what the server offers, and its clients get
 // notifications/tools/list_changed. A client that offers roots has its
 // session's calls confined to them, within the registry's workspace
-// roots (see clientRoots). A nil impl is agenthost's.
-func newMCPServer(reg *host.ToolRegistry, impl *mcp.Implementation) (server *mcp.Server, stop func()) {
+// roots (see clientRoots). Each call names its caller and carries its
+// session's approvals (see approvals). A nil impl is agenthost's.
+func newMCPServer(reg *host.ToolRegistry, impl *mcp.Implementation, asks *approvals) (server *mcp.Server, stop func()) {
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "agenthost", Version: buildinfo.Version()}
 	}
@@ -348,7 +372,7 @@ func newMCPServer(reg *host.ToolRegistry, impl *mcp.Implementation) (server *mcp
 	g := &offer{reg: reg, server: server}
 	g.sync()
 	stop = reg.OnChange(g.sync)
-	server.AddReceivingMiddleware(roots.middleware, func(next mcp.MethodHandler) mcp.MethodHandler {
+	server.AddReceivingMiddleware(roots.middleware, asks.middleware, func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if undeclared[method] {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %s (agenthost serves tools only)", method)}

@@ -385,3 +385,30 @@ func BenchmarkGuard(b *testing.B) {
 		})
 	}
 }
+
+// TestSessionsAskApart: a question open in one session holds back the
+// next questions of that session only.
+func TestSessionsAskApart(t *testing.T) {
+	b := newBench(t, nil, policy.Options{Mode: policy.ModeAsk})
+	release := make(chan struct{})
+	asked := make(chan struct{})
+	slow := policy.NewSession(policy.ApproverFunc(func(ctx context.Context, req *policy.Request) (policy.Answer, error) {
+		close(asked)
+		<-release
+		return policy.Answer{Verdict: policy.AllowOnce}, nil
+	}))
+	quick := policy.NewSession(policy.ApproverFunc(func(ctx context.Context, req *policy.Request) (policy.Answer, error) {
+		return policy.Answer{Verdict: policy.AllowOnce}, nil
+	}))
+	ctx := context.Background()
+	done := make(chan string)
+	go func() { done <- b.call(policy.WithSession(ctx, slow), "write_file", anyIn{Path: "a"}) }()
+	<-asked
+	if got := b.call(policy.WithSession(ctx, quick), "write_file", anyIn{Path: "b"}); got != "ran write_file" {
+		t.Fatalf("the other session: %q", got)
+	}
+	close(release)
+	if got := <-done; got != "ran write_file" {
+		t.Fatalf("the slow session: %q", got)
+	}
+}
