@@ -202,3 +202,45 @@ func TestAuditRecord(t *testing.T) {
 		t.Errorf("the record:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestPathRulesThroughThePlugins: a deny rule on a path holds however the
+// model spells the path, through the real file tools: .., ./, an absolute
+// path, a symbolic link to the file or to its directory, one path of
+// several, either end of a move.
+func TestPathRulesThroughThePlugins(t *testing.T) {
+	dir := pluginDir(t)
+	root := t.TempDir()
+	for name, content := range map[string]string{"secret/key": "K", "notes.txt": "n"} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symlink(t, "secret", filepath.Join(root, "shortcut"))
+	symlink(t, "secret/key", filepath.Join(root, "key-link"))
+	deny := []string{"--deny", "read_file(secret/**)", "--deny", "read_multiple_files(secret/**)", "--deny", "move(secret/**)"}
+	for _, c := range []struct{ tool, args string }{
+		{"read_file", `{"path":"secret/key"}`},
+		{"read_file", `{"path":"./secret/../secret/key"}`},
+		{"read_file", fmt.Sprintf(`{"path":%q}`, filepath.Join(root, "secret", "key"))},
+		{"read_file", `{"path":"shortcut/key"}`},
+		{"read_file", `{"path":"key-link"}`},
+		{"read_multiple_files", `{"paths":["notes.txt","shortcut/key"]}`},
+		{"move", `{"source":"notes.txt","destination":"shortcut/notes.txt"}`},
+		{"move", `{"source":"key-link","destination":"stolen"}`},
+	} {
+		r := runCLI(t, "", append(append([]string{"--plugins", dir, "--root", root}, deny...), "call", c.tool, c.args)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "denied by rule") || strings.Contains(r.stdout, "K") {
+			t.Errorf("%s %s: exit %d\nstdout %q\nstderr %q", c.tool, c.args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
+		t.Fatalf("a denied move happened: %v", err)
+	}
+	if r := runCLI(t, "", append(append([]string{"--plugins", dir, "--root", root}, deny...), "call", "read_file", `{"path":"notes.txt"}`)...); r.code != 0 {
+		t.Fatalf("a read the rules do not match: exit %d %s", r.code, r.stderr)
+	}
+}
