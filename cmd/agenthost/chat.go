@@ -132,6 +132,16 @@ func chatCommand() *command {
 			if len(args) > 0 {
 				return usagef("chat takes no arguments (use -m TEXT for a single question)")
 			}
+			// A session on a terminal asks its user about the calls the
+			// guard asks about; without one (-m, or input that is not a
+			// terminal) the guard denies them, saying what would allow them.
+			var approver policy.Approver
+			var asker *terminalApprover
+			if f.message == "" {
+				if asker = newTerminalApprover(env.stdin, env.stdout); asker != nil {
+					approver = asker
+				}
+			}
 			a, err := agent.New(ctx, provider, agent.Options{
 				Model:                  model,
 				SystemPrompt:           f.system,
@@ -140,12 +150,13 @@ func chatCommand() *command {
 				MaxTokens:              f.maxTokens,
 				Temperature:            f.temperature,
 				Registry:               env.registry,
+				Approver:               approver,
 			})
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			c := &chatSession{agent: a, registry: env.registry, out: env.stdout, errOut: env.stderr, lineStart: true}
+			c := &chatSession{agent: a, registry: env.registry, approver: asker, out: env.stdout, errOut: env.stderr, lineStart: true}
 			if f.message != "" {
 				return c.ask(ctx, f.message)
 			}
@@ -158,6 +169,7 @@ func chatCommand() *command {
 type chatSession struct {
 	agent     *agent.Agent
 	registry  *host.ToolRegistry // the agent's, for /tools
+	approver  *terminalApprover  // asks about calls on the terminal; nil without one
 	out       io.Writer
 	errOut    io.Writer
 	lineStart bool // the output is at the start of a line
@@ -180,6 +192,9 @@ func (c *chatSession) newline() {
 
 // ask streams the answer to one message.
 func (c *chatSession) ask(ctx context.Context, text string) error {
+	if c.approver != nil {
+		c.approver.beginTurn()
+	}
 	_, err := c.agent.StreamChat(ctx, text, func(ev agent.Event) error {
 		switch ev.Type {
 		case agent.EventText:
@@ -193,6 +208,11 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 				mark = "✗"
 			}
 			c.print(fmt.Sprintf("%s %s\n", mark, short(ev.Result, 80)))
+			if c.approver != nil {
+				// Ctrl-C at a question stops the turn once its calls
+				// have their results.
+				c.approver.resultsShown(ctx)
+			}
 		case agent.EventWarning:
 			c.newline()
 			fmt.Fprintf(c.errOut, "warning: %s\n", short(ev.Text, 200))
@@ -224,6 +244,10 @@ const chatDetails = `In a session, a line is a question for the model, unless it
   /exit            end the session (also /quit, Ctrl-D)
 Ctrl-C stops the answer under way (a question that got no answer is
 forgotten); at the prompt it ends the session.
+A tool call that needs approval is asked about on the terminal: y runs it,
+a runs it and the calls like it for the rest of the session, n denies it,
+r denies it with a reason the model reads; Ctrl-C denies it and stops the
+answer.
 `
 
 // interact reads lines from in until /exit, the end of input, or Ctrl-C at

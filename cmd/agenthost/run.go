@@ -341,7 +341,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usagef("--profile-cache %s: not a variable name", name)
 		}
 	}
-	guard, err := newGuard(cfg, g, cmd, logger)
+	preview := &callPreview{}
+	guard, err := newGuard(cfg, g, cmd, logger, preview.preview)
 	if err != nil {
 		return err
 	}
@@ -379,6 +380,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return pluginsDirError(dir, err)
 	}
 	defer reg.Close()
+	preview.setRegistry(reg)
 	for name := range grants {
 		if server, ok := strings.CutPrefix(name, "mcp:"); ok {
 			if !slices.ContainsFunc(servers, func(s host.MCPServer) bool { return s.Name == server }) {
@@ -409,8 +411,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // newGuard is the policy of the command's calls: the configuration's
-// rules, then the flags', and the approval mode.
-func newGuard(cfg *config.File, g *globals, cmd *command, logger hclog.Logger) (*policy.Guard, error) {
+// rules, then the flags', and the approval mode; preview shows a call
+// asked about.
+func newGuard(cfg *config.File, g *globals, cmd *command, logger hclog.Logger, preview func(context.Context, *policy.Request) string) (*policy.Guard, error) {
 	p := cfg.Policy()
 	for _, list := range []struct {
 		flag   string
@@ -423,7 +426,7 @@ func newGuard(cfg *config.File, g *globals, cmd *command, logger hclog.Logger) (
 			}
 		}
 	}
-	opts := policy.Options{Mode: cmd.approval, Logger: logger}
+	opts := policy.Options{Mode: cmd.approval, Logger: logger, Preview: preview}
 	if g.approval != "" {
 		mode, err := policy.ParseMode(g.approval)
 		if err != nil {

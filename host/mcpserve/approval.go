@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -233,34 +231,9 @@ func plainBlock(text string) string {
 	return b.String()
 }
 
-// plainLine shows s on one line: a tab as spaces, every character that
-// could break the line, move the cursor or reorder what is read (control
-// characters, line and paragraph separators, bidirectional formatting)
-// and every byte that is not UTF-8 as an escape (\x1b, \u202e); cut
-// after max bytes with "…".
-func plainLine(s string, max int) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		if b.Len() >= max {
-			b.WriteString("…")
-			break
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\t':
-			b.WriteString("    ")
-		case r != '"' && textsafe.NeedsQuoting(string(r)):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
+// plainLine shows s on one line (textsafe.Line), a tab as spaces, cut
+// after max bytes.
+func plainLine(s string, max int) string { return textsafe.Line(s, max, "    ") }
 
 // callerName names an MCP client for the calls it makes (Call.Caller,
 // the audit record): `mcp client "claude-code" 2.1 (session ab12cd34…)`.

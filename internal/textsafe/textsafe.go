@@ -12,7 +12,9 @@
 package textsafe
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -90,4 +92,33 @@ func unsafeRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// Line shows s, text from a model or a tool, on one line that cannot
+// break, move the cursor or reorder what is read: control characters,
+// line and paragraph separators, bidirectional formatting and bytes that
+// are not UTF-8 are shown escaped (\x1b, \u202e); a tab becomes tab. It
+// is cut after max bytes with "…".
+func Line(s string, max int, tab string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if b.Len() >= max {
+			b.WriteString("…")
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(tab)
+		case r != '"' && NeedsQuoting(string(r)):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

@@ -1,25 +1,43 @@
-package main
+package textdiff
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// diffOf is the diff edit_file shows for replacing old by new in text.
-func diffOf(text, old, new string, all bool) string {
-	at := occurrences(text, old, math.MaxInt)
-	if !all {
-		at = at[:1]
+// replaced replaces old by new in text, the first time or every time
+// (as edit_file does), and returns the text after with the spans that
+// changed.
+func replaced(text, old, new string, all bool) (string, []Span) {
+	var b strings.Builder
+	var spans []Span
+	last := 0
+	for {
+		j := strings.Index(text[last:], old)
+		if j < 0 || !all && len(spans) == 1 {
+			break
+		}
+		i := last + j
+		b.WriteString(text[last:i])
+		start := b.Len()
+		b.WriteString(new)
+		spans = append(spans, Span{Start: i, End: i + len(old), NewStart: start, NewEnd: b.Len()})
+		last = i + len(old)
 	}
-	after, spans := replaceAt(text, old, new, at)
-	return unifiedDiff("f.txt", text, after, spans)
+	b.WriteString(text[last:])
+	return b.String(), spans
 }
 
-func TestUnifiedDiff(t *testing.T) {
+// diffOf is the diff edit_file shows for replacing old by new in text.
+func diffOf(text, old, new string, all bool) string {
+	after, spans := replaced(text, old, new, all)
+	return UnifiedSpans("f.txt", text, after, spans)
+}
+
+func TestUnifiedSpans(t *testing.T) {
 	t.Parallel()
 	const ten = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
 	const head = "--- a/f.txt\n+++ b/f.txt\n"
@@ -87,10 +105,10 @@ func TestUnifiedDiff(t *testing.T) {
 	})
 }
 
-// TestUnifiedDiffApplies checks random edits: the diff, applied to the
+// TestUnifiedSpansApplies checks random edits: the diff, applied to the
 // text before, gives the text after, and every hunk header counts its
 // lines right.
-func TestUnifiedDiffApplies(t *testing.T) {
+func TestUnifiedSpansApplies(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	words := []string{"a", "b", "c", "", "a b", "\n"}
@@ -129,12 +147,8 @@ func TestUnifiedDiffApplies(t *testing.T) {
 // compares the result with the text after it.
 func checkDiffApplies(t *testing.T, text, old, new string, all bool) {
 	t.Helper()
-	at := occurrences(text, old, math.MaxInt)
-	if !all {
-		at = at[:1]
-	}
-	after, spans := replaceAt(text, old, new, at)
-	diff := unifiedDiff("f.txt", text, after, spans)
+	after, spans := replaced(text, old, new, all)
+	diff := UnifiedSpans("f.txt", text, after, spans)
 	got, err := applyDiff(text, diff)
 	if err != nil {
 		t.Fatalf("the diff of %q, %q -> %q does not apply: %v\n%s", text, old, new, err, diff)
@@ -144,10 +158,10 @@ func checkDiffApplies(t *testing.T, text, old, new string, all bool) {
 	}
 }
 
-// applyDiff applies a unified diff (as unifiedDiff writes it) to text,
+// applyDiff applies a unified diff (as UnifiedSpans writes it) to text,
 // checking every context and removed line and every header count.
 func applyDiff(text, diff string) (string, error) {
-	src := splitLines(text)
+	src := SplitLines(text)
 	lines := strings.SplitAfter(diff, "\n")
 	if len(lines) < 2 || lines[0] != "--- a/f.txt\n" || lines[1] != "+++ b/f.txt\n" {
 		return "", fmt.Errorf("bad header")
@@ -223,4 +237,113 @@ func applyDiff(text, diff string) (string, error) {
 	}
 	out = append(out, src[next:]...)
 	return strings.Join(out, ""), nil
+}
+
+func TestUnified(t *testing.T) {
+	t.Parallel()
+	const head = "--- a/f.txt\n+++ b/f.txt\n"
+	tests := map[string]struct {
+		before, after, want string
+	}{
+		"the same":                {"a\nb\n", "a\nb\n", ""},
+		"both empty":              {"", "", ""},
+		"a new file":              {"", "one\ntwo\n", head + "@@ -0,0 +1,2 @@\n+one\n+two\n"},
+		"a new file, no eol":      {"", "one", head + "@@ -0,0 +1 @@\n+one\n\\ No newline at end of file\n"},
+		"emptied":                 {"one\ntwo\n", "", head + "@@ -1,2 +0,0 @@\n-one\n-two\n"},
+		"one line changed":        {"1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\n3\n4\nfive\n6\n7\n8\n9\n", head + "@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"},
+		"a line added at the end": {"a\nb\n", "a\nb\nc\n", head + "@@ -1,2 +1,3 @@\n a\n b\n+c\n"},
+		"a repeated line added":   {"a\na\n", "a\na\na\n", head + "@@ -1,2 +1,3 @@\n a\n a\n+a\n"},
+		"the final newline added": {"a\nb", "a\nb\n", head + "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
+		"changes far apart": {"x\n1\n2\n3\n4\n5\n6\n7\n8\nx\n", "y\n1\n2\n3\n4\n5\n6\n7\n8\ny\n",
+			head + "@@ -1,4 +1,4 @@\n-x\n+y\n 1\n 2\n 3\n@@ -7,4 +7,4 @@\n 6\n 7\n 8\n-x\n+y\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := Unified("f.txt", tc.before, tc.after)
+			if got != tc.want {
+				t.Errorf("diff =\n%s\nwant:\n%s", got, tc.want)
+			}
+			if got == "" {
+				return
+			}
+			if applied, err := applyDiff(tc.before, got); err != nil || applied != tc.after {
+				t.Errorf("the diff applied gives %q (%v), want %q", applied, err, tc.after)
+			}
+		})
+	}
+}
+
+// TestUnifiedApplies checks random pairs of texts: the diff of the two,
+// applied to the first, gives the second.
+func TestUnifiedApplies(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	words := []string{"a", "b", "c", "", "a b"}
+	text := func() string {
+		var b strings.Builder
+		for range r.IntN(30) {
+			b.WriteString(words[r.IntN(len(words))])
+			if r.IntN(4) > 0 {
+				b.WriteByte('\n')
+			}
+		}
+		return b.String()
+	}
+	for i := range 2000 {
+		before, after := text(), text()
+		if r.IntN(3) == 0 && before != "" {
+			// A small change of the same text.
+			k := r.IntN(len(before))
+			after = before[:k] + words[r.IntN(len(words))] + before[k+r.IntN(len(before)-k+1):]
+		}
+		diff := Unified("f.txt", before, after)
+		if (diff == "") != (before == after) {
+			t.Fatalf("%d: the diff of %q and %q is %q", i, before, after, diff)
+		}
+		if diff == "" {
+			continue
+		}
+		got, err := applyDiff(before, diff)
+		if err != nil || got != after {
+			t.Fatalf("%d: the diff of %q and %q gives %q (%v)\n%s", i, before, after, got, err, diff)
+		}
+	}
+}
+
+// TestUnifiedLarge: a region too large for the LCS table is shown as
+// removed, then added, and still applies.
+func TestUnifiedLarge(t *testing.T) {
+	t.Parallel()
+	var a, b strings.Builder
+	for i := range 1100 {
+		fmt.Fprintf(&a, "old %d\n", i)
+		fmt.Fprintf(&b, "new %d\n", i)
+	}
+	diff := Unified("f.txt", "keep\n"+a.String()+"keep\n", "keep\n"+b.String()+"keep\n")
+	if !strings.HasPrefix(diff, "--- a/f.txt\n+++ b/f.txt\n@@ -1,1102 +1,1102 @@\n keep\n-old 0\n-old 1\n") {
+		t.Errorf("diff starts %q", diff[:min(len(diff), 100)])
+	}
+	if got, err := applyDiff("keep\n"+a.String()+"keep\n", diff); err != nil || got != "keep\n"+b.String()+"keep\n" {
+		t.Errorf("the diff does not apply: %v", err)
+	}
+}
+
+func TestLines(t *testing.T) {
+	t.Parallel()
+	if got := SplitLines("a\nb"); strings.Join(got, "|") != "a\n|b" {
+		t.Errorf("SplitLines = %q", got)
+	}
+	if got := SplitLines(""); len(got) != 0 {
+		t.Errorf("SplitLines of empty text = %q", got)
+	}
+	starts := LineStarts("ab\ncd\n")
+	if fmt.Sprint(starts) != "[0 3 6]" {
+		t.Errorf("LineStarts = %v", starts)
+	}
+	for x, want := range map[int]int{0: 0, 2: 0, 3: 1, 5: 1, 6: 2} {
+		if got := LineOf(starts, x); got != want {
+			t.Errorf("LineOf(%d) = %d, want %d", x, got, want)
+		}
+	}
 }
