@@ -108,13 +108,6 @@ type startSignal struct {
 
 func (s *startSignal) fire() { s.once.Do(func() { close(s.ch) }) }
 
-// started closes ctx's NotifyStart channel, if it has one.
-func started(ctx context.Context) {
-	if s, ok := ctx.Value(startKey{}).(*startSignal); ok {
-		s.fire()
-	}
-}
-
 // intercept runs call through the interceptors, then inner.
 func (r *ToolRegistry) intercept(ctx context.Context, call *Call, inner Handler) Result {
 	if len(r.interceptors) == 0 {

@@ -45,7 +45,7 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	}
 	env := proc.Env(p.pluginEnv)
 	perms := p.permissions()
-	inst := &instance{perms: perms, sessionDir: p.sandbox.sessionDir(perms)}
+	inst := &instance{perms: perms, sessionDirs: p.sandbox.sessionDirs(perms)}
 	hostEnd, pluginEnd, err := proc.Pair()
 	if err != nil {
 		return nil, err

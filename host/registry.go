@@ -142,15 +142,17 @@ type ToolRegistry struct {
 	sandbox       *sandboxConfig
 	interceptors  []Interceptor
 
-	mu       sync.RWMutex
-	entries  map[string]*entry
-	order    []string
-	toolCtx  ToolContext
-	timeout  time.Duration
-	roots    []string
-	plugins  []*toolSource
-	reports  []SourceReport
-	isClosed bool
+	mu      sync.RWMutex
+	entries map[string]*entry
+	order   []string
+	toolCtx ToolContext
+	// sessionFiles are the session files AllowSessionFile added.
+	sessionFiles []string
+	timeout      time.Duration
+	roots        []string
+	plugins      []*toolSource
+	reports      []SourceReport
+	isClosed     bool
 	// chosen are the tools Enable and Disable were called for, by name,
 	// and how: a source's tool that goes and comes back (an MCP server's
 	// tools/list_changed) comes back as the user left it.
@@ -220,14 +222,15 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 		mode:   opts.Sandbox,
 		grants: opts.Grants,
 		roots:  r.roots,
-		sessionFile: func() string {
+		sessionFiles: func() []string {
 			r.mu.RLock()
 			tc := r.toolCtx
+			files := slices.Clone(r.sessionFiles)
 			r.mu.RUnlock()
-			if tc == nil {
-				return ""
+			if tc != nil {
+				files = append(files, tc.SessionContextFilePath())
 			}
-			return tc.SessionContextFilePath()
+			return files
 		},
 		runDirOnce: sync.OnceValue(makeRunDir),
 		launchers:  launcherRoot(opts.CacheDir),
@@ -576,7 +579,13 @@ func (r *ToolRegistry) Execute(ctx context.Context, name string, args json.RawMe
 // wantStructured is set (ExecuteResult).
 func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMessage, wantStructured bool) Result {
 	// However the call ends, it no longer holds back the ones after it.
-	defer started(ctx)
+	// The signal is the caller's: calls made from within this one (a
+	// preview an interceptor makes) do not give it.
+	start, _ := ctx.Value(startKey{}).(*startSignal)
+	if start != nil {
+		ctx = context.WithValue(ctx, startKey{}, (*startSignal)(nil))
+		defer start.fire()
+	}
 	r.mu.RLock()
 	e, ok := r.entries[name]
 	var enabled bool
@@ -610,7 +619,9 @@ func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMe
 		return fail(err)
 	}
 	return r.intercept(ctx, r.newCall(ctx, name, e, args), func(ctx context.Context, _ *Call) Result {
-		started(ctx)
+		if start != nil {
+			start.fire()
+		}
 		o, err := r.run(ctx, call, e.inline, timeout)
 		if err != nil {
 			return fail(err)
@@ -747,6 +758,9 @@ func (c *callContext) Value(key any) any {
 		}
 		return c.r.rootsValue
 	case toolcall.StateKey:
+		if tc, ok := c.Context.Value(toolContextKey{}).(ToolContext); ok {
+			return sdk.StateFunc(func(context.Context) (sdk.State, error) { return stateOf(tc), nil })
+		}
 		return c.r.stateValue
 	}
 	return c.Context.Value(key)
@@ -771,11 +785,41 @@ func (r *ToolRegistry) state(context.Context) (sdk.State, error) {
 	if tc == nil {
 		return sdk.State{}, sdk.ErrNoHostState
 	}
+	return stateOf(tc), nil
+}
+
+func stateOf(tc ToolContext) sdk.State {
 	return sdk.State{
 		SystemPrompt:           tc.SystemPrompt(),
 		SessionContext:         tc.SessionContext(),
 		SessionContextFilePath: tc.SessionContextFilePath(),
-	}, nil
+	}
+}
+
+// WithToolContext returns a context whose calls' tools read tc as the
+// agent state (sdk.HostState), instead of the registry's ToolContext: an
+// Agent gives its own with each call, so that agents sharing a registry
+// and its plugin processes never see each other's state.
+func WithToolContext(ctx context.Context, tc ToolContext) context.Context {
+	return context.WithValue(ctx, toolContextKey{}, tc)
+}
+
+type toolContextKey struct{}
+
+// AllowSessionFile lets the plugins granted the session file (the
+// session plugin's save_session_context) write path too: the session
+// file of an agent that gives its state with each call
+// (WithToolContext). A plugin running in a sandbox that does not allow
+// its directory is replaced at its next call.
+func (r *ToolRegistry) AllowSessionFile(path string) {
+	if path == "" {
+		return
+	}
+	r.mu.Lock()
+	if !slices.Contains(r.sessionFiles, path) {
+		r.sessionFiles = append(r.sessionFiles, path)
+	}
+	r.mu.Unlock()
 }
 
 // Close stops every plugin process the registry started, with their

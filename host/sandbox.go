@@ -209,12 +209,13 @@ type sandboxConfig struct {
 	mode   SandboxMode
 	grants map[string]Grant
 	roots  []string
-	// sessionFile is the session context file, as the registry's tool
-	// context says when a plugin starts.
-	sessionFile func() string
-	logger      hclog.Logger
-	warnOnce    sync.Once
-	runDirOnce  func() string
+	// sessionFiles are the session context files a plugin granted the
+	// session file may write, as they are when it starts: the registry's
+	// tool context's, and those AllowSessionFile added.
+	sessionFiles func() []string
+	logger       hclog.Logger
+	warnOnce     sync.Once
+	runDirOnce   func() string
 	// launchers is where MCP servers' launchers keep what they fetch
 	// (launcherRoot).
 	launchers string
@@ -476,7 +477,7 @@ func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits 
 	read, write := expandPaths(perms.Read), expandPaths(perms.Write)
 	p.Allow(sandbox.Read|exec, read...)
 	p.Allow(sandbox.Read|sandbox.Write|exec, write...)
-	if dir := c.sessionDir(perms); dir != "" {
+	for _, dir := range c.sessionDirs(perms) {
 		// The rule needs the directory to exist; the user named the file
 		// in it, so the host makes it, as save_session_context would.
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -496,17 +497,20 @@ func (c *sandboxConfig) policy(bin *openedBinary, perms sdk.Permissions, limits 
 	return p, nil
 }
 
-// sessionDir is the directory of the session context file, for a plugin
-// granted it; "" otherwise or when there is none.
-func (c *sandboxConfig) sessionDir(perms sdk.Permissions) string {
-	if c == nil || !perms.SessionFile || c.sessionFile == nil {
-		return ""
+// sessionDirs are the directories of the session context files, for a
+// plugin granted them, sorted; none otherwise.
+func (c *sandboxConfig) sessionDirs(perms sdk.Permissions) []string {
+	if c == nil || !perms.SessionFile || c.sessionFiles == nil {
+		return nil
 	}
-	f := c.sessionFile()
-	if f == "" {
-		return ""
+	var dirs []string
+	for _, f := range c.sessionFiles() {
+		if f != "" {
+			dirs = append(dirs, filepath.Dir(absPath(f)))
+		}
 	}
-	return filepath.Dir(absPath(f))
+	slices.Sort(dirs)
+	return slices.Compact(dirs)
 }
 
 // SandboxEnv is the variable through which the host tells a plugin it

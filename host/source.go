@@ -106,8 +106,8 @@ type instance struct {
 	mcp    *mcpsource.Session
 	runner *proc.Runner
 
-	perms      sdk.Permissions // what the process was started with
-	sessionDir string          // the session file's directory its sandbox allows
+	perms       sdk.Permissions // what the process was started with
+	sessionDirs []string        // the session files' directories its sandbox allows
 
 	// The Host stream (hostStream): opened once, ended by hostCancel
 	// when the instance stops.
@@ -201,7 +201,7 @@ func (p *toolSource) declared(asked sdk.Permissions) {
 // sessionMoved reports an instance whose sandbox allows a session file
 // that is no longer the one: its sandbox must follow.
 func (p *toolSource) sessionMoved(inst *instance) bool {
-	if !inst.perms.SessionFile || p.sandbox.mode == SandboxOff || p.sandbox.sessionDir(inst.perms) == inst.sessionDir {
+	if !inst.perms.SessionFile || p.sandbox.mode == SandboxOff || slices.Equal(p.sandbox.sessionDirs(inst.perms), inst.sessionDirs) {
 		return false
 	}
 	p.logger.Debug("the session file moved; restarting the plugin in a sandbox that allows it")

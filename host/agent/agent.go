@@ -35,17 +35,21 @@ var ErrMaxTurns = errors.New("no final answer")
 // to offer the model, and a way to run the call the model makes. A
 // failure is a result text (see [host.IsError]), not an error: the model
 // reads it. [*host.ToolRegistry] implements Registry, and also the
-// optional [ToolContextSetter] and [ToolManager].
+// optional [SessionFileAllower] and [ToolManager].
+//
+// The agent gives its state (system prompt, session context, session
+// file) with each call, through the context (host.WithToolContext), so
+// any number of agents can share one registry and its plugin processes.
 type Registry interface {
 	EnabledSchemas() []host.ChatTool
 	Execute(ctx context.Context, name string, args json.RawMessage) string
 }
 
-// ToolContextSetter is a [Registry] whose tools may read the agent state
-// (system prompt, session context, session file): the agent sets itself
-// as its ToolContext.
-type ToolContextSetter interface {
-	SetToolContext(host.ToolContext)
+// SessionFileAllower is a [Registry] whose sandboxed tools may write the
+// session file only once told of it: the agent tells it its own
+// (host.ToolRegistry.AllowSessionFile).
+type SessionFileAllower interface {
+	AllowSessionFile(path string)
 }
 
 // ToolManager is a [Registry] to which the agent's AddTool, RemoveTool,
@@ -90,9 +94,8 @@ type Options struct {
 	// Stop are sequences that end an answer where they appear.
 	Stop []string
 
-	// Registry is the registry the agent runs tools with. The agent sets
-	// itself as its ToolContext (when the registry is a
-	// [ToolContextSetter]) but does not close it. Nil: the agent builds
+	// Registry is the registry the agent runs tools with; other agents
+	// may share it. The agent does not close it. Nil: the agent builds
 	// the default registry from PluginsDir (host.NewDefaultToolRegistry)
 	// and closes it in Close.
 	Registry Registry
@@ -120,10 +123,11 @@ type Options struct {
 // Agent holds a conversation with a model and runs the tools the model
 // asks for through a [Registry].
 //
-// An Agent is the ToolContext of its registry: tools that ask for the
-// host state read the agent's current system prompt, session context and
-// session file, so after ClearContext or SetSystemPrompt the next tool
-// call sees the change.
+// An Agent is the ToolContext of the calls it makes: tools that ask for
+// the host state read the agent's current system prompt, session
+// context and session file, so after ClearContext or SetSystemPrompt the
+// next tool call sees the change, and agents that share a registry never
+// see each other's state.
 //
 // The methods are safe for concurrent use, but one conversation has one
 // turn at a time: Chat and StreamChat must not run concurrently with each
@@ -197,8 +201,8 @@ func New(ctx context.Context, provider llm.Provider, opts Options) (*Agent, erro
 		}
 		a.registry, a.owned = reg, reg
 	}
-	if s, ok := a.registry.(ToolContextSetter); ok {
-		s.SetToolContext(a)
+	if s, ok := a.registry.(SessionFileAllower); ok && a.sessionFile != "" {
+		s.AllowSessionFile(a.sessionFile)
 	}
 	return a, nil
 }
@@ -376,7 +380,17 @@ func (a *Agent) Messages() []llm.Message {
 func (a *Agent) SaveContext(ctx context.Context, reason string) string {
 	args, _ := json.Marshal(map[string]string{"reason": reason})
 	// The program asks for it, not the model: no one is asked.
-	return a.registry.Execute(policy.Typed(ctx), "save_session_context", args)
+	return a.registry.Execute(policy.Typed(a.callContext(ctx)), "save_session_context", args)
+}
+
+// callContext is ctx for the agent's tool calls: they read the agent's
+// state, and its Approver answers for them.
+func (a *Agent) callContext(ctx context.Context) context.Context {
+	ctx = host.WithToolContext(ctx, a)
+	if a.session != nil {
+		ctx = policy.WithSession(ctx, a.session)
+	}
+	return ctx
 }
 
 // EventType says what an [Event] reports.
@@ -485,9 +499,7 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 	if emit == nil {
 		emit = func(Event) error { return nil }
 	}
-	if a.session != nil {
-		ctx = policy.WithSession(ctx, a.session)
-	}
+	ctx = a.callContext(ctx)
 	question := a.append(llm.Message{Role: llm.RoleUser, Content: text})
 	for turn := range a.maxTurns {
 		req := &llm.Request{
