@@ -36,6 +36,17 @@ type AnthropicConfig struct {
 	// MaxTokens is the max_tokens of a Request that sets none; the API
 	// requires one. Zero means 4096.
 	MaxTokens int
+	// Headers are extra request headers, such as anthropic-beta. The
+	// client's own (x-api-key, anthropic-version, Content-Type, Accept)
+	// are set after them and win.
+	Headers map[string]string
+	// NoCache turns prompt caching off. By default it is on: the client
+	// marks cache breakpoints ("cache_control": {"type": "ephemeral"})
+	// on the last tool, on the system prompt and on the last content
+	// block of the last message, three of the four the API allows, so
+	// that the next request, which repeats this one as its prefix, reads
+	// it from the cache. Usage reports the cache's reads and writes.
+	NoCache bool
 }
 
 // Anthropic is a Provider for Anthropic's Messages API, written on
@@ -197,7 +208,11 @@ func (a *Anthropic) post(ctx context.Context, req *Request, stream bool, r *retr
 	if a.cfg.APIKey == "" {
 		return nil, fmt.Errorf("anthropic: %w", ErrNoKey)
 	}
-	body, err := json.Marshal(a.wireRequest(req, stream))
+	wire, err := a.wireRequest(req, stream)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	body, err := json.Marshal(wire)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
 	}
@@ -206,6 +221,9 @@ func (a *Anthropic) post(ctx context.Context, req *Request, stream bool, r *retr
 		r, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return nil, fmt.Errorf("anthropic: %w", err)
+		}
+		for k, v := range a.cfg.Headers {
+			r.Header.Set(k, v)
 		}
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("X-Api-Key", a.cfg.APIKey)
@@ -284,14 +302,37 @@ func (a *Anthropic) redact(s string) string {
 // The request's wire form.
 
 type anthropicRequest struct {
-	Model         string             `json:"model"`
-	System        string             `json:"system,omitempty"`
-	Messages      []anthropicMessage `json:"messages"`
-	Tools         []anthropicTool    `json:"tools,omitempty"`
-	MaxTokens     int                `json:"max_tokens"`
-	Temperature   *float64           `json:"temperature,omitempty"`
-	StopSequences []string           `json:"stop_sequences,omitempty"`
-	Stream        bool               `json:"stream,omitempty"`
+	Model string `json:"model"`
+	// System is a string, or with caching one text block carrying a
+	// breakpoint; nil when the request has no system prompt.
+	System        any                      `json:"system,omitempty"`
+	Messages      []anthropicMessage       `json:"messages"`
+	Tools         []anthropicTool          `json:"tools,omitempty"`
+	ToolChoice    *anthropicToolChoice     `json:"tool_choice,omitempty"`
+	Thinking      *anthropicThinkingConfig `json:"thinking,omitempty"`
+	MaxTokens     int                      `json:"max_tokens"`
+	Temperature   *float64                 `json:"temperature,omitempty"`
+	StopSequences []string                 `json:"stop_sequences,omitempty"`
+	Stream        bool                     `json:"stream,omitempty"`
+}
+
+// anthropicCacheControl marks a cache breakpoint: the prefix of the
+// request up to and including the block that carries it is cached.
+type anthropicCacheControl struct {
+	Type string `json:"type"` // "ephemeral"
+}
+
+// anthropicEphemeral is the breakpoint the client sets.
+var anthropicEphemeral = &anthropicCacheControl{Type: "ephemeral"}
+
+type anthropicToolChoice struct {
+	Type string `json:"type"` // "auto", "any", "tool" or "none"
+	Name string `json:"name,omitempty"`
+}
+
+type anthropicThinkingConfig struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 type anthropicMessage struct {
@@ -300,14 +341,28 @@ type anthropicMessage struct {
 }
 
 type anthropicTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string                 `json:"name"`
+	Description  string                 `json:"description,omitempty"`
+	InputSchema  json.RawMessage        `json:"input_schema"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
 }
 
 type anthropicTextBlock struct {
-	Type string `json:"type"` // "text"
-	Text string `json:"text"`
+	Type         string                 `json:"type"` // "text"
+	Text         string                 `json:"text"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+}
+
+type anthropicImageBlock struct {
+	Type         string                 `json:"type"` // "image"
+	Source       anthropicImageSource   `json:"source"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+}
+
+type anthropicImageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
 }
 
 type anthropicThinkingBlock struct {
@@ -322,24 +377,38 @@ type anthropicRedactedBlock struct {
 }
 
 type anthropicToolUseBlock struct {
-	Type  string          `json:"type"` // "tool_use"
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type         string                 `json:"type"` // "tool_use"
+	ID           string                 `json:"id"`
+	Name         string                 `json:"name"`
+	Input        json.RawMessage        `json:"input"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
 }
 
 type anthropicToolResultBlock struct {
-	Type      string `json:"type"` // "tool_result"
-	ToolUseID string `json:"tool_use_id"`
-	Content   string `json:"content"`
-	IsError   bool   `json:"is_error,omitempty"`
+	Type         string                 `json:"type"` // "tool_result"
+	ToolUseID    string                 `json:"tool_use_id"`
+	Content      string                 `json:"content"`
+	IsError      bool                   `json:"is_error,omitempty"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
 }
 
-// wireRequest maps a neutral Request to the Messages API's body.
-func (a *Anthropic) wireRequest(req *Request, stream bool) *anthropicRequest {
+// anthropicMinThinking is the smallest thinking budget the API takes.
+const anthropicMinThinking = 1024
+
+// wireRequest maps a neutral Request to the Messages API's body. It
+// refuses, with an error saying why, a request the API would refuse for
+// its images, tool choice or thinking settings.
+func (a *Anthropic) wireRequest(req *Request, stream bool) (*anthropicRequest, error) {
+	if err := checkImages(req.Messages, MaxImageSize); err != nil {
+		return nil, err
+	}
+	choice, err := req.ToolChoice.resolve(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	cache := !a.cfg.NoCache
 	out := &anthropicRequest{
 		Model:         req.Model,
-		System:        req.System,
 		Messages:      anthropicMessages(req.Messages),
 		MaxTokens:     req.MaxTokens,
 		Temperature:   req.Temperature,
@@ -349,6 +418,28 @@ func (a *Anthropic) wireRequest(req *Request, stream bool) *anthropicRequest {
 	if out.MaxTokens <= 0 {
 		out.MaxTokens = a.cfg.MaxTokens
 	}
+	if req.ThinkingBudget != 0 {
+		if err := a.checkThinking(req, out.MaxTokens, choice); err != nil {
+			return nil, err
+		}
+		out.Thinking = &anthropicThinkingConfig{Type: "enabled", BudgetTokens: req.ThinkingBudget}
+	}
+	switch choice {
+	case "":
+	case ToolChoiceRequired:
+		out.ToolChoice = &anthropicToolChoice{Type: "any"}
+	case ToolChoiceNamed:
+		out.ToolChoice = &anthropicToolChoice{Type: "tool", Name: req.ToolChoice.Name}
+	default: // auto, none
+		out.ToolChoice = &anthropicToolChoice{Type: string(choice)}
+	}
+	switch {
+	case req.System == "":
+	case cache:
+		out.System = []anthropicTextBlock{{Type: "text", Text: req.System, CacheControl: anthropicEphemeral}}
+	default:
+		out.System = req.System
+	}
 	for _, t := range req.Tools {
 		schema := t.Parameters
 		if len(bytes.TrimSpace(schema)) == 0 || !json.Valid(schema) {
@@ -356,7 +447,72 @@ func (a *Anthropic) wireRequest(req *Request, stream bool) *anthropicRequest {
 		}
 		out.Tools = append(out.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	return out
+	if cache {
+		if n := len(out.Tools); n > 0 {
+			out.Tools[n-1].CacheControl = anthropicEphemeral
+		}
+		if n := len(out.Messages); n > 0 {
+			anthropicCacheLast(out.Messages[n-1].Content)
+		}
+	}
+	return out, nil
+}
+
+// checkThinking checks a request's thinking budget against what the API
+// takes: at least 1024 tokens, below max_tokens (unless the interleaved
+// thinking beta is on, which lifts that bound), no temperature but 1 and
+// no forced tool use.
+func (a *Anthropic) checkThinking(req *Request, maxTokens int, choice ToolChoiceMode) error {
+	b := req.ThinkingBudget
+	switch {
+	case b < anthropicMinThinking:
+		return fmt.Errorf("thinking budget %d is below the API's minimum of %d tokens", b, anthropicMinThinking)
+	case b >= maxTokens && !a.interleavedThinking():
+		return fmt.Errorf("thinking budget %d is not below max_tokens %d: raise MaxTokens or lower the budget", b, maxTokens)
+	case req.Temperature != nil && *req.Temperature != 1:
+		return fmt.Errorf("extended thinking takes no temperature but 1, and the request sets %g", *req.Temperature)
+	case choice == ToolChoiceRequired || choice == ToolChoiceNamed:
+		return fmt.Errorf("extended thinking takes tool choice auto or none, not %q", choice)
+	}
+	return nil
+}
+
+// interleavedThinking reports whether the configured headers turn on the
+// interleaved thinking beta, with which the budget may exceed max_tokens.
+func (a *Anthropic) interleavedThinking() bool {
+	for k, v := range a.cfg.Headers {
+		if strings.EqualFold(k, "anthropic-beta") && strings.Contains(v, "interleaved-thinking-") {
+			return true
+		}
+	}
+	return false
+}
+
+// anthropicCacheLast marks a cache breakpoint on the last block of a
+// message that can carry one: thinking blocks and empty text cannot.
+func anthropicCacheLast(blocks []any) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		switch b := blocks[i].(type) {
+		case anthropicTextBlock:
+			if b.Text == "" {
+				continue
+			}
+			b.CacheControl = anthropicEphemeral
+			blocks[i] = b
+		case anthropicImageBlock:
+			b.CacheControl = anthropicEphemeral
+			blocks[i] = b
+		case anthropicToolUseBlock:
+			b.CacheControl = anthropicEphemeral
+			blocks[i] = b
+		case anthropicToolResultBlock:
+			b.CacheControl = anthropicEphemeral
+			blocks[i] = b
+		default:
+			continue
+		}
+		return
+	}
 }
 
 // anthropicMessages maps a conversation to content-block messages.
@@ -394,7 +550,16 @@ func anthropicMessages(msgs []Message) []anthropicMessage {
 			}
 			out = append(out, anthropicMessage{Role: "assistant", Content: blocks})
 		default:
-			out = append(out, anthropicMessage{Role: "user", Content: []any{anthropicTextBlock{Type: "text", Text: m.Content}}})
+			// Images first: the API's guide finds Claude does best so.
+			var blocks []any
+			for _, im := range m.Images {
+				mt, _ := im.mediaType() // checked by wireRequest
+				blocks = append(blocks, anthropicImageBlock{Type: "image", Source: anthropicImageSource{Type: "base64", MediaType: mt, Data: im.base64()}})
+			}
+			if m.Content != "" || len(blocks) == 0 {
+				blocks = append(blocks, anthropicTextBlock{Type: "text", Text: m.Content})
+			}
+			out = append(out, anthropicMessage{Role: "user", Content: blocks})
 		}
 		inResults = false
 	}
@@ -437,32 +602,50 @@ type anthropicBlock struct {
 	Input     json.RawMessage `json:"input"`
 }
 
+// anthropicUsage is a usage object. A nil field is one the object leaves
+// out (or sends as null), which is not the same as 0 when a
+// message_delta's counts are merged into message_start's.
 type anthropicUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             *int `json:"output_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
 }
 
 // usage counts cached input as input: the neutral count is what the
 // model read. The cache's reads and writes are kept as its breakdown.
+// An absent count is 0.
 func (u *anthropicUsage) usage() Usage {
+	n := func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
 	return Usage{
-		InputTokens:      u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		OutputTokens:     u.OutputTokens,
-		CacheReadTokens:  u.CacheReadInputTokens,
-		CacheWriteTokens: u.CacheCreationInputTokens,
+		InputTokens:      n(u.InputTokens) + n(u.CacheCreationInputTokens) + n(u.CacheReadInputTokens),
+		OutputTokens:     n(u.OutputTokens),
+		CacheReadTokens:  n(u.CacheReadInputTokens),
+		CacheWriteTokens: n(u.CacheCreationInputTokens),
 	}
 }
 
-// merge takes in the counts of a message_delta. They are cumulative, so
-// never below message_start's: the larger of each is kept, which also
-// keeps the counts a delta leaves out (many send only output_tokens).
+// merge takes in the counts of a message_delta. They are the whole
+// request's so far, not increments, so each count the delta carries
+// replaces message_start's, even when lower (server-side compaction
+// shrinks the input mid-answer); a count it leaves out keeps
+// message_start's (many deltas carry only output_tokens).
 func (u *anthropicUsage) merge(v *anthropicUsage) {
-	u.InputTokens = max(u.InputTokens, v.InputTokens)
-	u.OutputTokens = max(u.OutputTokens, v.OutputTokens)
-	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, v.CacheCreationInputTokens)
-	u.CacheReadInputTokens = max(u.CacheReadInputTokens, v.CacheReadInputTokens)
+	for _, f := range []struct{ dst, src **int }{
+		{&u.InputTokens, &v.InputTokens},
+		{&u.OutputTokens, &v.OutputTokens},
+		{&u.CacheCreationInputTokens, &v.CacheCreationInputTokens},
+		{&u.CacheReadInputTokens, &v.CacheReadInputTokens},
+	} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
 }
 
 type anthropicErrorBody struct {

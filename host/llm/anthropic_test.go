@@ -97,12 +97,17 @@ func (r *anthropicReplay) requests() []map[string]any {
 }
 
 func (r *anthropicReplay) client(key string) *Anthropic {
-	return NewAnthropic(AnthropicConfig{
+	return NewAnthropic(r.config(key))
+}
+
+// config is the configuration of a client of the replay server.
+func (r *anthropicReplay) config(key string) AnthropicConfig {
+	return AnthropicConfig{
 		BaseURL:    r.srv.URL,
 		APIKey:     key,
 		HTTPClient: r.srv.Client(),
 		Retry:      RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond},
-	})
+	}
 }
 
 func anthropicFixture(t *testing.T, name string) []byte {
@@ -177,8 +182,9 @@ func TestAnthropicChatText(t *testing.T) {
 		t.Errorf("response = %+v\nwant %+v", resp, want)
 	}
 	anthropicCheckHeaders(t, r.headers[0], false)
-	wantReq := `{"model":"claude-sonnet-4-5","system":"Be brief.","max_tokens":4096,
-		"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}]}`
+	wantReq := `{"model":"claude-sonnet-4-5","max_tokens":4096,
+		"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
+		"messages":[{"role":"user","content":[{"type":"text","text":"Hello","cache_control":{"type":"ephemeral"}}]}]}`
 	if !anthropicJSONEqual(t, r.bodies[0], []byte(wantReq)) {
 		t.Errorf("request = %s\nwant %s", r.bodies[0], wantReq)
 	}
@@ -195,8 +201,9 @@ func TestAnthropicSampling(t *testing.T) {
 	if _, err := r.client(anthropicTestKey).Chat(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
-	wantReq := `{"model":"claude-sonnet-4-5","system":"Be brief.","max_tokens":77,"temperature":0,"stop_sequences":["END","\n\nHuman:"],
-		"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}]}`
+	wantReq := `{"model":"claude-sonnet-4-5","max_tokens":77,"temperature":0,"stop_sequences":["END","\n\nHuman:"],
+		"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
+		"messages":[{"role":"user","content":[{"type":"text","text":"Hello","cache_control":{"type":"ephemeral"}}]}]}`
 	if !anthropicJSONEqual(t, r.bodies[0], []byte(wantReq)) {
 		t.Errorf("request = %s\nwant %s", r.bodies[0], wantReq)
 	}
@@ -307,16 +314,31 @@ func TestAnthropicRequestMapping(t *testing.T) {
 			{Role: RoleUser, Content: "Thanks"},
 		},
 	}
-	want := anthropicFixture(t, "conversation_request.json")
-	for name, stream := range map[string]bool{"Chat": false, "Stream": true} {
-		t.Run(name, func(t *testing.T) {
+	// By default the body carries cache breakpoints on the last tool, the
+	// system prompt and the last message's last block; with NoCache, none
+	// and the system prompt is a plain string.
+	for _, tc := range []struct {
+		name    string
+		stream  bool
+		noCache bool
+		want    string
+	}{
+		{"Chat", false, false, "conversation_request.json"},
+		{"Stream", true, false, "conversation_request.json"},
+		{"Chat NoCache", false, true, "conversation_request_nocache.json"},
+		{"Stream NoCache", true, true, "conversation_request_nocache.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			stream, want := tc.stream, anthropicFixture(t, tc.want)
 			file := "text.json"
 			if stream {
 				file = "text.sse"
 			}
 			r := newAnthropicReplay(t, anthropicReply{file: file})
-			c := r.client(anthropicTestKey)
+			cfg := r.config(anthropicTestKey)
+			cfg.NoCache = tc.noCache
+			c := NewAnthropic(cfg)
 			var err error
 			if stream {
 				_, err = c.Stream(t.Context(), req, nil)
@@ -1255,5 +1277,402 @@ func TestAnthropicRefusal(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestAnthropicUsageDelta: the counts a message_delta carries are the
+// request's totals and replace message_start's, even when lower (after
+// server-side compaction); the counts it leaves out keep message_start's.
+// A whole answer has one usage object, read as it is.
+func TestAnthropicUsageDelta(t *testing.T) {
+	t.Parallel()
+	compacted := Usage{InputTokens: 612 + 8190, OutputTokens: 1207, CacheReadTokens: 8190}
+	tests := map[string]Usage{
+		// Only output_tokens in the delta: input and cache from the start.
+		"usage_delta_output_only.sse": {InputTokens: 2095 + 18022, OutputTokens: 503, CacheReadTokens: 18022},
+		// Input 60385 at the start, 612 in the delta: 612 it is, and the
+		// cache write of 1024 is replaced by the delta's 0.
+		"usage_delta_compacted.sse": compacted,
+		"usage_compacted.json":      compacted,
+	}
+	for file, want := range tests {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			eachReplayWay(t, func(t *testing.T, way replayWay) {
+				r := newAnthropicReplay(t, anthropicReply{file: file, way: way})
+				resp, _, err := anthropicAsk(t, r.client(anthropicTestKey), strings.HasSuffix(file, ".sse"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Usage != want {
+					t.Errorf("usage = %+v, want %+v", resp.Usage, want)
+				}
+			})
+		})
+	}
+}
+
+// TestAnthropicUsageMerge: a count a message_delta sends as 0 replaces
+// message_start's; one it leaves out or sends as null does not.
+func TestAnthropicUsageMerge(t *testing.T) {
+	t.Parallel()
+	start := `{"input_tokens":100,"cache_creation_input_tokens":30,"cache_read_input_tokens":50,"output_tokens":1}`
+	tests := map[string]struct {
+		delta string
+		want  Usage
+	}{
+		"absent keeps":       {`{"output_tokens":9}`, Usage{InputTokens: 180, OutputTokens: 9, CacheReadTokens: 50, CacheWriteTokens: 30}},
+		"null keeps":         {`{"input_tokens":null,"cache_read_input_tokens":null,"output_tokens":9}`, Usage{InputTokens: 180, OutputTokens: 9, CacheReadTokens: 50, CacheWriteTokens: 30}},
+		"zero replaces":      {`{"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":9}`, Usage{InputTokens: 100, OutputTokens: 9}},
+		"lower replaces":     {`{"input_tokens":7,"output_tokens":9}`, Usage{InputTokens: 87, OutputTokens: 9, CacheReadTokens: 50, CacheWriteTokens: 30}},
+		"higher replaces":    {`{"input_tokens":120,"cache_read_input_tokens":60,"output_tokens":9}`, Usage{InputTokens: 210, OutputTokens: 9, CacheReadTokens: 60, CacheWriteTokens: 30}},
+		"empty changes none": {`{}`, Usage{InputTokens: 180, OutputTokens: 1, CacheReadTokens: 50, CacheWriteTokens: 30}},
+	}
+	for name, tc := range tests {
+		var u, d anthropicUsage
+		if err := json.Unmarshal([]byte(start), &u); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(tc.delta), &d); err != nil {
+			t.Fatal(err)
+		}
+		u.merge(&d)
+		if got := u.usage(); got != tc.want {
+			t.Errorf("%s: usage = %+v, want %+v", name, got, tc.want)
+		}
+	}
+}
+
+// anthropicWire is the body the client would send for req, decoded.
+func anthropicWire(t *testing.T, c *Anthropic, req *Request) map[string]any {
+	t.Helper()
+	w, err := c.wireRequest(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// anthropicBreakpoints lists where a request body carries cache_control:
+// "tools[i]", "system[i]", "messages[i].content[j]".
+func anthropicBreakpoints(body map[string]any) []string {
+	var at []string
+	marked := func(v any) bool {
+		m, _ := v.(map[string]any)
+		cc, _ := m["cache_control"].(map[string]any)
+		return cc != nil && cc["type"] == "ephemeral"
+	}
+	for _, key := range []string{"tools", "system"} {
+		list, _ := body[key].([]any)
+		for i, v := range list {
+			if marked(v) {
+				at = append(at, key+"["+strconv.Itoa(i)+"]")
+			}
+		}
+	}
+	msgs, _ := body["messages"].([]any)
+	for i, m := range msgs {
+		content, _ := m.(map[string]any)["content"].([]any)
+		for j, b := range content {
+			if marked(b) {
+				at = append(at, "messages["+strconv.Itoa(i)+"].content["+strconv.Itoa(j)+"]")
+			}
+		}
+	}
+	return at
+}
+
+// TestAnthropicCacheBreakpoints: the breakpoints go on the last tool, the
+// system prompt and the last block of the last message that can carry
+// one (not thinking, not empty text); never more than 4; none with
+// NoCache.
+func TestAnthropicCacheBreakpoints(t *testing.T) {
+	t.Parallel()
+	png := Image{MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")}
+	tools := []Tool{{Name: "read_file"}, {Name: "date"}}
+	tests := map[string]struct {
+		req  *Request
+		want []string
+	}{
+		"tools, system, last user text": {
+			req:  &Request{System: "s", Tools: tools, Messages: []Message{{Role: RoleUser, Content: "a"}, {Role: RoleAssistant, Content: "b"}, {Role: RoleUser, Content: "c"}}},
+			want: []string{"tools[1]", "system[0]", "messages[2].content[0]"},
+		},
+		"no system, no tools": {
+			req:  &Request{Messages: []Message{{Role: RoleUser, Content: "a"}}},
+			want: []string{"messages[0].content[0]"},
+		},
+		"the last of the grouped tool results": {
+			req: &Request{Messages: []Message{
+				{Role: RoleUser, Content: "a"},
+				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "t1", Name: "date"}, {ID: "t2", Name: "date"}}},
+				{Role: RoleTool, ToolCallID: "t1", Content: "1"},
+				{Role: RoleTool, ToolCallID: "t2", Content: "2"},
+			}},
+			want: []string{"messages[2].content[1]"},
+		},
+		"an image without text": {
+			req:  &Request{Messages: []Message{{Role: RoleUser, Images: []Image{png}}}},
+			want: []string{"messages[0].content[0]"},
+		},
+		"a prefilled answer ending in a tool_use after thinking": {
+			req: &Request{Messages: []Message{
+				{Role: RoleUser, Content: "a"},
+				{Role: RoleAssistant, Thinking: []Thinking{{Text: "hm", Signature: "sig"}}, ToolCalls: []ToolCall{{ID: "t1", Name: "date"}}},
+			}},
+			want: []string{"messages[1].content[1]"},
+		},
+		"thinking only: nothing in the message to mark": {
+			req:  &Request{Messages: []Message{{Role: RoleUser, Content: "a"}, {Role: RoleAssistant, Thinking: []Thinking{{Redacted: "xyz"}}}}},
+			want: nil,
+		},
+		"an empty text is not marked": {
+			req:  &Request{System: "s", Messages: []Message{{Role: RoleUser}}},
+			want: []string{"system[0]"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tc.req.Model = "claude-sonnet-4-5"
+			body := anthropicWire(t, NewAnthropic(AnthropicConfig{APIKey: "k"}), tc.req)
+			got := anthropicBreakpoints(body)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("breakpoints at %q, want %q", got, tc.want)
+			}
+			if len(got) > 4 {
+				t.Errorf("%d breakpoints, the API allows 4", len(got))
+			}
+			off := anthropicWire(t, NewAnthropic(AnthropicConfig{APIKey: "k", NoCache: true}), tc.req)
+			if got := anthropicBreakpoints(off); got != nil {
+				t.Errorf("NoCache: breakpoints at %q", got)
+			}
+			if sys, ok := off["system"]; ok {
+				if _, isString := sys.(string); !isString {
+					t.Errorf("NoCache: system = %v, want a string", sys)
+				}
+			}
+		})
+	}
+}
+
+// TestAnthropicToolChoice: each choice reaches the body as the API spells
+// it; the zero choice, and auto or none without tools, send none.
+func TestAnthropicToolChoice(t *testing.T) {
+	t.Parallel()
+	tools := []Tool{{Name: "read_file"}, {Name: "date"}}
+	tests := map[string]struct {
+		choice ToolChoice
+		tools  []Tool
+		want   any // the tool_choice sent; nil: none
+	}{
+		"zero":            {ToolChoice{}, tools, nil},
+		"auto":            {ToolChoice{Mode: ToolChoiceAuto}, tools, map[string]any{"type": "auto"}},
+		"none":            {ToolChoice{Mode: ToolChoiceNone}, tools, map[string]any{"type": "none"}},
+		"required is any": {ToolChoice{Mode: ToolChoiceRequired}, tools, map[string]any{"type": "any"}},
+		"named":           {UseTool("date"), tools, map[string]any{"type": "tool", "name": "date"}},
+		"a name alone":    {ToolChoice{Name: "read_file"}, tools, map[string]any{"type": "tool", "name": "read_file"}},
+		"none, no tools":  {ToolChoice{Mode: ToolChoiceNone}, nil, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newAnthropicReplay(t, anthropicReply{file: "text.json"})
+			req := anthropicSimpleRequest()
+			req.Tools, req.ToolChoice = tc.tools, tc.choice
+			if _, err := r.client(anthropicTestKey).Chat(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := r.requests()[0]["tool_choice"]
+			if tc.want == nil && ok {
+				t.Errorf("tool_choice = %v, want none", got)
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("tool_choice = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAnthropicThinkingBudget: a budget turns thinking on in the body; a
+// request the API would refuse for it is refused with an error that says
+// why, and nothing is sent.
+func TestAnthropicThinkingBudget(t *testing.T) {
+	t.Parallel()
+	one, half := 1.0, 0.5
+	t.Run("sent", func(t *testing.T) {
+		t.Parallel()
+		r := newAnthropicReplay(t, anthropicReply{file: "thinking.sse"})
+		req := anthropicSimpleRequest()
+		req.ThinkingBudget, req.MaxTokens, req.Temperature = 2048, 8192, &one
+		req.Tools, req.ToolChoice = []Tool{{Name: "date"}}, ToolChoice{Mode: ToolChoiceAuto}
+		var thinking strings.Builder
+		if _, err := r.client(anthropicTestKey).Stream(t.Context(), req, func(d Delta) error {
+			thinking.WriteString(d.Thinking)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		body := r.requests()[0]
+		want := map[string]any{"type": "enabled", "budget_tokens": 2048.0}
+		if !reflect.DeepEqual(body["thinking"], want) || body["max_tokens"] != 8192.0 {
+			t.Errorf("thinking = %v, max_tokens = %v; want %v, 8192", body["thinking"], body["max_tokens"], want)
+		}
+		if thinking.Len() == 0 {
+			t.Error("no thinking delivered")
+		}
+	})
+	t.Run("none by default", func(t *testing.T) {
+		t.Parallel()
+		body := anthropicWire(t, NewAnthropic(AnthropicConfig{APIKey: "k"}), anthropicSimpleRequest())
+		if v, ok := body["thinking"]; ok {
+			t.Errorf("thinking = %v without a budget", v)
+		}
+	})
+	t.Run("interleaved thinking lifts the max_tokens bound", func(t *testing.T) {
+		t.Parallel()
+		c := NewAnthropic(AnthropicConfig{APIKey: "k", Headers: map[string]string{"anthropic-beta": "interleaved-thinking-2025-05-14"}})
+		req := anthropicSimpleRequest()
+		req.ThinkingBudget = 20000 // above the default max_tokens of 4096
+		if _, err := c.wireRequest(req, false); err != nil {
+			t.Errorf("error %v", err)
+		}
+	})
+	refused := map[string]struct {
+		set  func(*Request)
+		want string
+	}{
+		"below 1024":       {func(r *Request) { r.ThinkingBudget = 500 }, "thinking budget 500 is below the API's minimum of 1024 tokens"},
+		"negative":         {func(r *Request) { r.ThinkingBudget = -1 }, "thinking budget -1 is below"},
+		"max_tokens equal": {func(r *Request) { r.ThinkingBudget, r.MaxTokens = 2048, 2048 }, "thinking budget 2048 is not below max_tokens 2048"},
+		"default max_tokens": {func(r *Request) { r.ThinkingBudget = 4096 },
+			"thinking budget 4096 is not below max_tokens 4096"},
+		"temperature": {func(r *Request) { r.ThinkingBudget, r.Temperature = 2048, &half }, "no temperature but 1, and the request sets 0.5"},
+		"forced tool use": {func(r *Request) {
+			r.ThinkingBudget, r.Tools, r.ToolChoice = 2048, []Tool{{Name: "date"}}, UseTool("date")
+		}, `tool choice auto or none, not "tool"`},
+		"tool choice required": {func(r *Request) {
+			r.ThinkingBudget, r.Tools, r.ToolChoice = 2048, []Tool{{Name: "date"}}, ToolChoice{Mode: ToolChoiceRequired}
+		}, `not "required"`},
+	}
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newAnthropicReplay(t)
+			req := anthropicSimpleRequest()
+			tc.set(req)
+			_, err := r.client(anthropicTestKey).Chat(t.Context(), req)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "anthropic: ") {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+			if len(r.bodies) != 0 {
+				t.Errorf("%d requests sent", len(r.bodies))
+			}
+		})
+	}
+}
+
+// TestAnthropicRequestRefused: a tool choice or images the API would
+// refuse are refused before sending, with an error that says why.
+func TestAnthropicRequestRefused(t *testing.T) {
+	t.Parallel()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	tests := map[string]struct {
+		set  func(*Request)
+		want string
+	}{
+		"unknown tool":         {func(r *Request) { r.Tools, r.ToolChoice = []Tool{{Name: "date"}}, UseTool("rm") }, `tool choice names tool "rm", which the request does not offer`},
+		"required, no tools":   {func(r *Request) { r.ToolChoice = ToolChoice{Mode: ToolChoiceRequired} }, `tool choice "required", but the request offers no tools`},
+		"unknown mode":         {func(r *Request) { r.Tools, r.ToolChoice = []Tool{{Name: "date"}}, ToolChoice{Mode: "any"} }, `unknown tool choice mode "any"`},
+		"named without a name": {func(r *Request) { r.Tools, r.ToolChoice = []Tool{{Name: "date"}}, ToolChoice{Mode: ToolChoiceNamed} }, "without a tool name"},
+		"a name with auto": {func(r *Request) {
+			r.Tools, r.ToolChoice = []Tool{{Name: "date"}}, ToolChoice{Mode: ToolChoiceAuto, Name: "date"}
+		}, `only mode "tool" takes a name`},
+		"image on an assistant message": {func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: "see", Images: []Image{{Data: png}}})
+		}, "message 1 (assistant) has images; only user messages may"},
+		"not an image": {func(r *Request) { r.Messages[0].Images = []Image{{MediaType: "image/png", Data: []byte("%PDF-1.7")}} },
+			"message 0, image 0: the image is not a PNG, JPEG, GIF or WebP image"},
+		"wrong media type": {func(r *Request) { r.Messages[0].Images = []Image{{MediaType: "image/jpeg", Data: png}} },
+			"the image is marked image/jpeg but its data is image/png"},
+		"no data": {func(r *Request) { r.Messages[0].Images = []Image{{MediaType: "image/png"}} }, "the image has no data"},
+		"too large": {func(r *Request) {
+			r.Messages[0].Images = []Image{{Data: append(slices.Clone(png), make([]byte, MaxImageSize)...)}}
+		}, "over the limit of 3932160"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newAnthropicReplay(t)
+			req := anthropicSimpleRequest()
+			tc.set(req)
+			_, err := r.client(anthropicTestKey).Stream(t.Context(), req, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "anthropic: ") {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+			if len(r.bodies) != 0 {
+				t.Errorf("%d requests sent", len(r.bodies))
+			}
+		})
+	}
+}
+
+// TestAnthropicImages: a user message's images go as base64 image blocks
+// before its text; the media type is the one the data shows when the
+// Image leaves it empty.
+func TestAnthropicImages(t *testing.T) {
+	t.Parallel()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	gif := []byte("GIF89a\x01\x00\x01\x00")
+	r := newAnthropicReplay(t, anthropicReply{file: "text.json"})
+	req := anthropicSimpleRequest()
+	req.Messages = []Message{
+		{Role: RoleUser, Content: "What differs?", Images: []Image{{MediaType: "image/png", Data: png}, {Data: gif}}},
+	}
+	c := NewAnthropic(func() AnthropicConfig { cfg := r.config(anthropicTestKey); cfg.NoCache = true; return cfg }())
+	if _, err := c.Chat(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"role":"user","content":[
+		{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUg=="}},
+		{"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGODlhAQABAA=="}},
+		{"type":"text","text":"What differs?"}]}]`
+	got, _ := json.Marshal(r.requests()[0]["messages"])
+	if !anthropicJSONEqual(t, got, []byte(want)) {
+		t.Errorf("messages = %s\nwant %s", got, want)
+	}
+}
+
+// TestAnthropicHeaders: the configured headers are sent, and cannot
+// replace the client's own: its key, version and content type.
+func TestAnthropicHeaders(t *testing.T) {
+	t.Parallel()
+	r := newAnthropicReplay(t, anthropicReply{file: "text.sse"})
+	cfg := r.config(anthropicTestKey)
+	cfg.Headers = map[string]string{
+		"anthropic-beta":    "context-1m-2025-08-07",
+		"X-Title":           "agenthost",
+		"x-api-key":         "sk-ant-OTHER",
+		"Anthropic-Version": "2020-01-01",
+		"content-type":      "text/plain",
+	}
+	if _, err := NewAnthropic(cfg).Stream(t.Context(), anthropicSimpleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h := r.headers[0]
+	anthropicCheckHeaders(t, h, true)
+	if h.Get("Anthropic-Beta") != "context-1m-2025-08-07" || h.Get("X-Title") != "agenthost" {
+		t.Errorf("extra headers missing: %v", h)
+	}
+	if n := len(h.Values("X-Api-Key")); n != 1 {
+		t.Errorf("%d x-api-key headers", n)
 	}
 }

@@ -11,6 +11,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -42,6 +43,9 @@ type Message struct {
 	// Thinking holds an assistant's reasoning blocks, kept so they can be
 	// sent back unchanged (Anthropic requires it with tool use).
 	Thinking []Thinking `json:"thinking,omitempty"`
+	// Images are pictures sent with a user message's text. Only user
+	// messages may carry them; the clients refuse others.
+	Images []Image `json:"images,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.
@@ -88,6 +92,89 @@ type Request struct {
 	Temperature *float64
 	// Stop are sequences that end the answer where they appear.
 	Stop []string
+	// ToolChoice says whether the model may, must or must not call a
+	// tool. The zero value leaves the provider's default.
+	ToolChoice ToolChoice
+	// ThinkingBudget, when above 0, turns on Anthropic's extended
+	// thinking with that many tokens to think in. The API wants at least
+	// 1024, below the max_tokens of the request, and no temperature but
+	// 1; the client returns an error rather than send a request it would
+	// refuse. The OpenAI-compatible client ignores it.
+	ThinkingBudget int
+}
+
+// ToolChoiceMode is a way of choosing tools; see ToolChoice.
+type ToolChoiceMode string
+
+// The modes of a ToolChoice.
+const (
+	// ToolChoiceAuto lets the model decide whether to call tools.
+	ToolChoiceAuto ToolChoiceMode = "auto"
+	// ToolChoiceNone forbids tool calls, though tools are offered.
+	ToolChoiceNone ToolChoiceMode = "none"
+	// ToolChoiceRequired makes the model call at least one tool.
+	ToolChoiceRequired ToolChoiceMode = "required"
+	// ToolChoiceNamed makes the model call the tool ToolChoice.Name.
+	ToolChoiceNamed ToolChoiceMode = "tool"
+)
+
+// ToolChoice says whether the model may, must or must not call a tool.
+// The zero value leaves the provider's default, which is auto when tools
+// are offered.
+type ToolChoice struct {
+	// Mode is one of the ToolChoice modes; empty with a Name means
+	// ToolChoiceNamed.
+	Mode ToolChoiceMode
+	// Name is the tool the model must call, with ToolChoiceNamed. It
+	// must be one of the request's tools.
+	Name string
+}
+
+// UseTool returns the choice that makes the model call the tool named
+// name.
+func UseTool(name string) ToolChoice {
+	return ToolChoice{Mode: ToolChoiceNamed, Name: name}
+}
+
+// resolve checks c against the tools offered and returns its mode, ""
+// when nothing need be sent: the zero choice, or auto or none with no
+// tools offered (the model can then call none anyway).
+func (c ToolChoice) resolve(tools []Tool) (ToolChoiceMode, error) {
+	mode := c.Mode
+	if mode == "" && c.Name != "" {
+		mode = ToolChoiceNamed
+	}
+	switch mode {
+	case "":
+		return "", nil
+	case ToolChoiceAuto, ToolChoiceNone:
+		if c.Name != "" {
+			return "", fmt.Errorf("tool choice %q names tool %q: only mode %q takes a name", mode, c.Name, ToolChoiceNamed)
+		}
+		if len(tools) == 0 {
+			return "", nil
+		}
+		return mode, nil
+	case ToolChoiceRequired:
+		if c.Name != "" {
+			return "", fmt.Errorf("tool choice %q names tool %q: only mode %q takes a name", mode, c.Name, ToolChoiceNamed)
+		}
+		if len(tools) == 0 {
+			return "", fmt.Errorf("tool choice %q, but the request offers no tools", mode)
+		}
+		return mode, nil
+	case ToolChoiceNamed:
+		if c.Name == "" {
+			return "", errors.New("tool choice \"tool\" without a tool name")
+		}
+		for _, t := range tools {
+			if t.Name == c.Name {
+				return mode, nil
+			}
+		}
+		return "", fmt.Errorf("tool choice names tool %q, which the request does not offer", c.Name)
+	}
+	return "", fmt.Errorf("unknown tool choice mode %q", mode)
 }
 
 // Usage counts the tokens of one call. InputTokens and OutputTokens are

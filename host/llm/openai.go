@@ -191,7 +191,11 @@ func (o *OpenAI) stream(ctx context.Context, rt *retrier, req *Request, deliver 
 // do marshals req and sends it, with the retries rt allows, returning the
 // 2xx answer.
 func (o *OpenAI) do(ctx context.Context, rt *retrier, req *Request, stream bool) (*http.Response, error) {
-	body, err := json.Marshal(o.wireRequest(req, stream))
+	wire, err := o.wireRequest(req, stream)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.cfg.Name, err)
+	}
+	body, err := json.Marshal(wire)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", o.cfg.Name, err)
 	}
@@ -361,9 +365,27 @@ func openaiErrorStatus(e *openaiError) int {
 	return 0
 }
 
-// wireRequest maps a neutral Request to the chat completions body.
-func (o *OpenAI) wireRequest(req *Request, stream bool) *openaiRequest {
+// wireRequest maps a neutral Request to the chat completions body. It
+// refuses, with an error saying why, images on a message other than a
+// user's, images of a type the APIs do not take, and a tool choice that
+// does not fit the tools offered. ThinkingBudget has no equivalent here
+// and is left out.
+func (o *OpenAI) wireRequest(req *Request, stream bool) (*openaiRequest, error) {
+	if err := checkImages(req.Messages, 0); err != nil {
+		return nil, err
+	}
+	choice, err := req.ToolChoice.resolve(req.Tools)
+	if err != nil {
+		return nil, err
+	}
 	w := &openaiRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stop: req.Stop}
+	switch choice {
+	case "":
+	case ToolChoiceNamed:
+		w.ToolChoice = openaiNamedChoice{Type: "function", Function: openaiChoiceFunction{Name: req.ToolChoice.Name}}
+	default: // auto, none, required: the API's own words
+		w.ToolChoice = string(choice)
+	}
 	if w.MaxTokens <= 0 {
 		w.MaxTokens = o.cfg.MaxTokens
 	}
@@ -391,6 +413,18 @@ func (o *OpenAI) wireRequest(req *Request, stream bool) *openaiRequest {
 					Function: openaiFunctionCall{Name: tc.Name, Arguments: args},
 				})
 			}
+		case len(m.Images) > 0:
+			// Content parts: the text, then each image as a data URL.
+			var parts []openaiPart
+			if m.Content != "" {
+				parts = append(parts, openaiPart{Type: "text", Text: m.Content})
+			}
+			for _, im := range m.Images {
+				mt, _ := im.mediaType() // checked above
+				url := "data:" + mt + ";base64," + im.base64()
+				parts = append(parts, openaiPart{Type: "image_url", ImageURL: &openaiImageURL{URL: url}})
+			}
+			wm.Content = parts
 		default:
 			wm.Content = openaiStr(m.Content)
 		}
@@ -405,15 +439,17 @@ func (o *OpenAI) wireRequest(req *Request, stream bool) *openaiRequest {
 			Name: t.Name, Description: t.Description, Parameters: params,
 		}})
 	}
-	return w
+	return w, nil
 }
 
 // The wire format of chat completions.
 
 type openaiRequest struct {
-	Model         string               `json:"model"`
-	Messages      []openaiMessage      `json:"messages"`
-	Tools         []openaiTool         `json:"tools,omitempty"`
+	Model    string          `json:"model"`
+	Messages []openaiMessage `json:"messages"`
+	Tools    []openaiTool    `json:"tools,omitempty"`
+	// ToolChoice is "auto", "none", "required" or an openaiNamedChoice.
+	ToolChoice    any                  `json:"tool_choice,omitempty"`
 	MaxTokens     int                  `json:"max_tokens,omitempty"`
 	Temperature   *float64             `json:"temperature,omitempty"`
 	Stop          []string             `json:"stop,omitempty"`
@@ -425,12 +461,35 @@ type openaiStreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
+// openaiNamedChoice is a tool_choice that names the function to call.
+type openaiNamedChoice struct {
+	Type     string               `json:"type"` // "function"
+	Function openaiChoiceFunction `json:"function"`
+}
+
+type openaiChoiceFunction struct {
+	Name string `json:"name"`
+}
+
 type openaiMessage struct {
 	Role string `json:"role"`
-	// Content is null for an assistant message made only of tool calls.
-	Content    *string          `json:"content"`
+	// Content is a *string, or []openaiPart for a user message with
+	// images; nil (null) for an assistant message made only of tool
+	// calls.
+	Content    any              `json:"content"`
 	ToolCalls  []openaiToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string           `json:"tool_call_id,omitempty"`
+}
+
+// openaiPart is a content part of a message: text or an image.
+type openaiPart struct {
+	Type     string          `json:"type"` // "text" or "image_url"
+	Text     string          `json:"text,omitempty"`
+	ImageURL *openaiImageURL `json:"image_url,omitempty"`
+}
+
+type openaiImageURL struct {
+	URL string `json:"url"` // here always a data: URL
 }
 
 type openaiToolCall struct {
@@ -479,6 +538,9 @@ type openaiUsage struct {
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
+		// CacheWriteTokens is OpenRouter's count of input written to
+		// the cache (Anthropic and Gemini models behind it).
+		CacheWriteTokens int `json:"cache_write_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
@@ -493,10 +555,11 @@ type openaiUsage struct {
 // the output.
 func (u *openaiUsage) usage() Usage {
 	v := Usage{
-		InputTokens:     u.PromptTokens,
-		OutputTokens:    u.CompletionTokens,
-		CacheReadTokens: u.PromptTokensDetails.CachedTokens,
-		ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens,
+		InputTokens:      u.PromptTokens,
+		OutputTokens:     u.CompletionTokens,
+		CacheReadTokens:  u.PromptTokensDetails.CachedTokens,
+		CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
+		ReasoningTokens:  u.CompletionTokensDetails.ReasoningTokens,
 	}
 	if v.CacheReadTokens == 0 {
 		v.CacheReadTokens = u.PromptCacheHitTokens

@@ -259,6 +259,14 @@ func TestOpenAIChat(t *testing.T) {
 				Usage:      Usage{InputTokens: 1200, OutputTokens: 450, CacheReadTokens: 1024, ReasoningTokens: 320},
 			},
 		},
+		"cache reads and writes (OpenRouter)": {
+			file: "chat_openrouter_cache_write.json",
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "Noted."},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 3120, OutputTokens: 4, CacheReadTokens: 1800, CacheWriteTokens: 1300},
+			},
+		},
 		"prompt_cache_hit_tokens (DeepSeek)": {
 			file: "chat_deepseek_reasoner.json",
 			want: Response{
@@ -432,6 +440,15 @@ func TestOpenAIStream(t *testing.T) {
 				}},
 				StopReason: "max_tokens",
 				Usage:      Usage{InputTokens: 300, OutputTokens: 32},
+			},
+		},
+		"cached input in the usage chunk": {
+			file:   "stream_cache_usage.sse",
+			deltas: []Delta{{Text: "Cached."}},
+			want: Response{
+				Message:    Message{Role: RoleAssistant, Content: "Cached."},
+				StopReason: "end_turn",
+				Usage:      Usage{InputTokens: 2306, OutputTokens: 3, CacheReadTokens: 2048},
 			},
 		},
 		"reasoning counted apart from completion_tokens (xAI)": {
@@ -1273,4 +1290,117 @@ func TestOpenAIChatErrorBodyRetried(t *testing.T) {
 			t.Errorf("%d requests, want 3", n)
 		}
 	})
+}
+
+// openaiSent sends req through Chat to a replay server and returns the
+// body sent, decoded.
+func openaiSent(t *testing.T, req *Request) map[string]any {
+	t.Helper()
+	srv, log := openaiReplay(t, openaiStep{file: "chat_text.json"})
+	if _, err := openaiTestClient(srv.URL, "sk-test").Chat(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(log.all()[0].body, &body); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// TestOpenAIToolChoice: each choice reaches the body as the API spells
+// it; the zero choice, and auto or none without tools, send none.
+func TestOpenAIToolChoice(t *testing.T) {
+	t.Parallel()
+	tools := []Tool{{Name: "read_file"}, {Name: "list_dir"}}
+	tests := map[string]struct {
+		choice ToolChoice
+		tools  []Tool
+		want   any // nil: no tool_choice
+	}{
+		"zero":           {ToolChoice{}, tools, nil},
+		"auto":           {ToolChoice{Mode: ToolChoiceAuto}, tools, "auto"},
+		"none":           {ToolChoice{Mode: ToolChoiceNone}, tools, "none"},
+		"required":       {ToolChoice{Mode: ToolChoiceRequired}, tools, "required"},
+		"named":          {UseTool("list_dir"), tools, map[string]any{"type": "function", "function": map[string]any{"name": "list_dir"}}},
+		"auto, no tools": {ToolChoice{Mode: ToolChoiceAuto}, nil, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			req := openaiSimpleRequest()
+			req.Tools, req.ToolChoice = tc.tools, tc.choice
+			got, ok := openaiSent(t, req)["tool_choice"]
+			if tc.want == nil && ok {
+				t.Errorf("tool_choice = %v, want none", got)
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("tool_choice = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOpenAIImages: a user message with images goes as content parts, its
+// text then each image as a data URL; a thinking budget, which has no
+// equivalent here, is left out of the body.
+func TestOpenAIImages(t *testing.T) {
+	t.Parallel()
+	req := openaiSimpleRequest()
+	req.ThinkingBudget = 2048
+	req.Messages = []Message{
+		{Role: RoleUser, Content: "What is this?", Images: []Image{{Data: []byte("\xff\xd8\xff\xe0\x00\x10JFIF")}}},
+		{Role: RoleAssistant, Content: "A JPEG."},
+		{Role: RoleUser, Images: []Image{{MediaType: "image/webp", Data: []byte("RIFF\x1a\x00\x00\x00WEBPVP8L")}}},
+	}
+	body := openaiSent(t, req)
+	want := `[
+		{"role":"user","content":[{"type":"text","text":"What is this?"},
+			{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4AAQSkZJRg=="}}]},
+		{"role":"assistant","content":"A JPEG."},
+		{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/webp;base64,UklGRhoAAABXRUJQVlA4TA=="}}]}]`
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(body["messages"], w) {
+		t.Errorf("messages = %s\nwant %s", openaiJSON(body["messages"]), want)
+	}
+	for _, key := range []string{"thinking", "reasoning_effort"} {
+		if v, ok := body[key]; ok {
+			t.Errorf("%s = %v", key, v)
+		}
+	}
+}
+
+// TestOpenAIRequestRefused: a tool choice that does not fit the tools, or
+// images the APIs would refuse, are refused before sending, with an
+// error that says why.
+func TestOpenAIRequestRefused(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		set  func(*Request)
+		want string
+	}{
+		"unknown tool":       {func(r *Request) { r.Tools, r.ToolChoice = []Tool{{Name: "list_dir"}}, UseTool("rm") }, `tool choice names tool "rm", which the request does not offer`},
+		"required, no tools": {func(r *Request) { r.ToolChoice = ToolChoice{Mode: ToolChoiceRequired} }, `tool choice "required", but the request offers no tools`},
+		"image on a tool result": {func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleTool, ToolCallID: "c", Images: []Image{{Data: []byte("GIF87a")}}})
+		}, "message 1 (tool) has images; only user messages may"},
+		"not an image": {func(r *Request) { r.Messages[0].Images = []Image{{Data: []byte("<svg/>")}} }, "the image is not a PNG, JPEG, GIF or WebP image"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, log := openaiReplay(t)
+			req := openaiSimpleRequest()
+			tc.set(req)
+			_, err := openaiTestClient(srv.URL, "sk-test").Chat(t.Context(), req)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "openai: ") {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+			if n := len(log.all()); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
 }
