@@ -727,9 +727,13 @@ func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool,
 		return o, nil
 	}
 	// A failure caused by the deadline or by cancellation says so, whatever
-	// the tool made of it.
+	// the tool made of it. The deadline counts once it has passed, even
+	// before ctx says so: a plugin's end of the call, given the same
+	// deadline, may end the call first (RST_STREAM CANCEL) when the
+	// host's timer fires late.
+	dl, _ := ctx.Deadline()
 	switch ctxErr := ctx.Err(); {
-	case errors.Is(ctxErr, context.DeadlineExceeded):
+	case errors.Is(ctxErr, context.DeadlineExceeded), ctxErr == nil && !time.Now().Before(dl):
 		return outcome{}, fmt.Errorf("timed out after %s", timeout)
 	case ctxErr != nil:
 		return outcome{}, errors.New("canceled")
