@@ -106,6 +106,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./plugins/search/
 	$(GO) test -run '^$$' -bench '^Benchmark(Decide100Rules|Guard)$$' -benchmem -count 3 ./host/policy/
 	$(GO) test -run '^$$' -bench '^BenchmarkRecord$$' -benchmem -count 3 ./host/audit/
+	$(GO) test -run '^$$' -bench '^BenchmarkFit$$' -benchmem -count 3 ./host/agent/
 
 # proto regenerates the committed protocol code. It needs protoc (Debian's
 # protobuf-compiler) and the two Go generators below.

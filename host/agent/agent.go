@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/llm"
@@ -94,6 +95,15 @@ type Options struct {
 	// Stop are sequences that end an answer where they appear.
 	Stop []string
 
+	// ToolChoice says whether the model must, may or must not call a
+	// tool, or which (llm.ToolChoice); the zero value leaves it to the
+	// model.
+	ToolChoice llm.ToolChoice
+
+	// ThinkingBudget turns on Anthropic's extended thinking with this
+	// many tokens; zero leaves it off.
+	ThinkingBudget int
+
 	// Registry is the registry the agent runs tools with; other agents
 	// may share it. The agent does not close it. Nil: the agent builds
 	// the default registry from PluginsDir (host.NewDefaultToolRegistry)
@@ -113,6 +123,18 @@ type Options struct {
 	// its registry, Guard (or, with Guard nil, a guard of mode ask and no
 	// rules) is installed in it.
 	Approver policy.Approver
+
+	// ContextWindow is the model's context window, in tokens; zero means
+	// the window known for Model (see ContextWindowOf), else 128,000.
+	ContextWindow int
+
+	// CompactAt is the share of the context window a request may fill
+	// before the conversation is compacted; zero means 0.8.
+	CompactAt float64
+
+	// Compactor makes a conversation that would not fit smaller; nil means
+	// the default (see Compactor).
+	Compactor Compactor
 
 	// Guard is the policy installed in the registry the agent builds,
 	// after RegistryOptions.Interceptors; unused when Registry is set
@@ -139,6 +161,8 @@ type Agent struct {
 	// The settings every request carries (Options).
 	maxTokens   int
 	temperature *float64
+	toolChoice  llm.ToolChoice
+	thinking    int
 	stop        []string
 	registry    Registry
 	owned       *host.ToolRegistry // the registry New built, which Close closes
@@ -149,6 +173,14 @@ type Agent struct {
 	system      string
 	sessionFile string
 	messages    []llm.Message
+	// usage is the sum of the session's model calls.
+	usage llm.Usage
+	// window is what keeps the conversation inside the context window.
+	window *window
+	// pending is a turn that waits for answers put off; extra are the
+	// fields of a restored State this version does not know.
+	pending *Pending
+	extra   map[string]json.RawMessage
 }
 
 var _ host.ToolContext = (*Agent)(nil)
@@ -168,6 +200,8 @@ func New(ctx context.Context, provider llm.Provider, opts Options) (*Agent, erro
 		maxTurns:    opts.MaxTurns,
 		maxTokens:   opts.MaxTokens,
 		stop:        slices.Clone(opts.Stop),
+		toolChoice:  opts.ToolChoice,
+		thinking:    opts.ThinkingBudget,
 		registry:    opts.Registry,
 		system:      opts.SystemPrompt,
 		sessionFile: opts.SessionContextFilePath,
@@ -182,6 +216,7 @@ func New(ctx context.Context, provider llm.Provider, opts Options) (*Agent, erro
 	if opts.Approver != nil {
 		a.session = policy.NewSession(opts.Approver)
 	}
+	a.window = newWindow(opts)
 	if a.registry == nil {
 		guard := opts.Guard
 		if guard == nil && opts.Approver != nil {
@@ -331,40 +366,27 @@ func (a *Agent) SessionContext() string {
 func renderConversation(msgs []llm.Message) string {
 	var b strings.Builder
 	names := map[string]string{} // tool call ID → tool name
-	line := func(prefix, text string) {
-		b.WriteString(prefix)
-		b.WriteString(strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n  "))
-		b.WriteByte('\n')
-	}
 	for _, m := range msgs {
-		switch m.Role {
-		case llm.RoleTool:
-			name := names[m.ToolCallID]
-			if name == "" {
-				name = m.ToolCallID
-			}
-			if m.IsError {
-				name += " (error)"
-			}
-			line("tool "+name+": ", m.Content)
-		default:
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				line(string(m.Role)+": ", m.Content)
-			}
-			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Name
-				line(string(m.Role)+" → "+c.Name+"(", string(c.Arguments)+")")
-			}
-		}
+		b.WriteString(renderMessage(m, names))
 	}
 	return b.String()
 }
 
-// ClearContext empties the conversation. The system prompt stays.
+// ClearContext empties the conversation, and forgets a turn that waits
+// for answers. The system prompt stays.
 func (a *Agent) ClearContext() {
 	a.mu.Lock()
 	a.messages = nil
+	a.pending = nil
 	a.mu.Unlock()
+}
+
+// Usage returns the tokens of every model call of the conversation, summed
+// (cache reads and writes included).
+func (a *Agent) Usage() llm.Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage
 }
 
 // Messages returns a copy of the conversation so far.
@@ -397,8 +419,9 @@ func (a *Agent) callContext(ctx context.Context) context.Context {
 type EventType int
 
 // The events of StreamChat, in the order they come within one model call:
-// text deltas, then usage, then (when the model asks for tools) every tool
-// call starting, then their results; after the last model call, the final
+// thinking and text deltas, then usage, then (when the model asks for
+// tools) each tool call as it is launched, in the model's order, and each
+// result as soon as its call ends; after the last model call, the final
 // message.
 const (
 	// EventText: Text is a piece of the answer's visible text.
@@ -417,6 +440,12 @@ const (
 	// the model's answer and went on without (llm.Response.Warnings), one
 	// event each, right after the call's EventUsage.
 	EventWarning
+	// EventThinking: Text is a piece of the model's reasoning, as the
+	// provider streams it (StreamChat only).
+	EventThinking
+	// EventCompacted: the conversation was made smaller to fit the
+	// context window before a request; Text says how.
+	EventCompacted
 )
 
 func (t EventType) String() string {
@@ -433,6 +462,10 @@ func (t EventType) String() string {
 		return "usage"
 	case EventWarning:
 		return "warning"
+	case EventThinking:
+		return "thinking"
+	case EventCompacted:
+		return "compacted"
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
@@ -447,6 +480,9 @@ type Event struct {
 	IsError  bool
 	Usage    llm.Usage
 	Message  *llm.Message
+	// Duration is how long a tool call took, from its launch (its
+	// question to an Approver included) to its result (EventToolResult).
+	Duration time.Duration
 	// StopReason is the final answer's stop reason (EventMessage):
 	// "end_turn", or "refusal" when Message.Content is the model's
 	// refusal, "max_tokens"...
@@ -472,7 +508,18 @@ type Event struct {
 // keeps everything so far: the calls happened, and the model is told of
 // their results on the next Chat.
 func (a *Agent) Chat(ctx context.Context, text string) (string, error) {
-	return a.loop(ctx, text, a.provider.Chat, nil)
+	return a.loop(ctx, llm.Message{Role: llm.RoleUser, Content: text}, a.provider.Chat, nil)
+}
+
+// ChatMessage is Chat with a user message of its own: text with images
+// (llm.ImageFile reads one). onEvent, if not nil, is called as StreamChat
+// calls it, and the answer is streamed.
+func (a *Agent) ChatMessage(ctx context.Context, msg llm.Message, onEvent func(Event) error) (string, error) {
+	msg.Role = llm.RoleUser
+	if onEvent == nil {
+		return a.loop(ctx, msg, a.provider.Chat, nil)
+	}
+	return a.loop(ctx, msg, a.streamer(onEvent), onEvent)
 }
 
 // StreamChat is Chat reporting as it goes: it calls onEvent for each
@@ -482,33 +529,59 @@ func (a *Agent) StreamChat(ctx context.Context, text string, onEvent func(Event)
 	if onEvent == nil {
 		onEvent = func(Event) error { return nil }
 	}
-	call := func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return a.loop(ctx, llm.Message{Role: llm.RoleUser, Content: text}, a.streamer(onEvent), onEvent)
+}
+
+// streamer is the model call of StreamChat: it streams the answer,
+// reporting thinking and text deltas to onEvent.
+func (a *Agent) streamer(onEvent func(Event) error) func(context.Context, *llm.Request) (*llm.Response, error) {
+	return func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		return a.provider.Stream(ctx, req, func(d llm.Delta) error {
+			if d.Thinking != "" {
+				if err := onEvent(Event{Type: EventThinking, Text: d.Thinking}); err != nil {
+					return err
+				}
+			}
 			if d.Text == "" {
 				return nil
 			}
 			return onEvent(Event{Type: EventText, Text: d.Text})
 		})
 	}
-	return a.loop(ctx, text, call, onEvent)
 }
 
 // loop is the chat ↔ tool loop of Chat and StreamChat; emit is nil for
 // Chat.
-func (a *Agent) loop(ctx context.Context, text string, call func(context.Context, *llm.Request) (*llm.Response, error), emit func(Event) error) (string, error) {
+func (a *Agent) loop(ctx context.Context, question llm.Message, call func(context.Context, *llm.Request) (*llm.Response, error), emit func(Event) error) (string, error) {
 	if emit == nil {
 		emit = func(Event) error { return nil }
 	}
+	if p := a.Pending(); p != nil {
+		return "", fmt.Errorf("agent: %w: %d tool calls wait for an answer (Resume)", ErrPending, len(p.Waiting))
+	}
 	ctx = a.callContext(ctx)
-	question := a.append(llm.Message{Role: llm.RoleUser, Content: text})
+	return a.turns(ctx, call, emit, a.append(question))
+}
+
+// turns runs model calls and their tools until an answer without tool
+// calls. question is the index of the question to take back when the
+// first model call fails, or -1.
+func (a *Agent) turns(ctx context.Context, call func(context.Context, *llm.Request) (*llm.Response, error), emit func(Event) error, question int) (string, error) {
 	for turn := range a.maxTurns {
 		req := &llm.Request{
 			Model: a.model, System: a.SystemPrompt(), Messages: a.Messages(), Tools: a.Tools(),
 			MaxTokens: a.maxTokens, Temperature: a.temperature, Stop: a.stop,
+			ToolChoice: a.toolChoice, ThinkingBudget: a.thinking,
+		}
+		if err := a.fit(ctx, req, emit); err != nil {
+			if turn == 0 && question >= 0 {
+				a.truncate(question)
+			}
+			return "", err
 		}
 		resp, err := call(ctx, req)
 		if err != nil {
-			if turn == 0 {
+			if turn == 0 && question >= 0 {
 				// The question got no answer at all: take it back, so
 				// that the next one does not follow it as a second user
 				// turn the model would answer too.
@@ -522,6 +595,10 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
 		a.append(msg)
+		a.mu.Lock()
+		a.usage = a.usage.Add(resp.Usage)
+		a.mu.Unlock()
+		a.window.observe(req, resp.Usage)
 		// From here on, a turn that stops early answers the tool calls it
 		// did not run: every tool call has its result, or the next request
 		// is refused.
@@ -543,20 +620,18 @@ func (a *Agent) loop(ctx context.Context, text string, call func(context.Context
 			}
 			return msg.Content, nil
 		}
-		for i := range msg.ToolCalls {
-			if err := emit(Event{Type: EventToolCall, ToolCall: &msg.ToolCalls[i]}); err != nil {
-				return stopped(err)
-			}
+		results, waiting, err := a.runTools(ctx, msg.ToolCalls, emit)
+		if len(waiting) > 0 && err == nil && ctx.Err() == nil {
+			// Some questions were put off: the turn waits for their
+			// answers (Resume), with the results it has.
+			p := a.setPending(msg.ToolCalls, results, waiting)
+			return "", &PendingError{Calls: p.Waiting}
 		}
-		results := a.runTools(ctx, msg.ToolCalls)
 		// The results are kept even when ctx was cancelled, so that the
 		// conversation stays well-formed: every tool call has its result.
 		a.append(results...)
-		for i := range results {
-			ev := Event{Type: EventToolResult, ToolCall: &msg.ToolCalls[i], Result: results[i].Content, IsError: results[i].IsError}
-			if err := emit(ev); err != nil {
-				return "", err
-			}
+		if err != nil {
+			return "", err
 		}
 		if err := ctx.Err(); err != nil {
 			return "", fmt.Errorf("agent: %w", err)
@@ -580,39 +655,97 @@ func (a *Agent) unanswered(calls []llm.ToolCall) {
 // JSON, or cut off by the output limit) runs nothing: its result tells
 // the model why.
 //
+// Each call's EventToolCall is emitted as it is launched, and its
+// EventToolResult as soon as it ends, whatever the others do; emit is
+// called from this goroutine only. An error from emit cancels the calls
+// still running; their results (cancelled) are returned with it, so that
+// every call has one.
+//
 // On a *host.ToolRegistry, each call is let go once the one before it has
 // passed the registry's interceptors (host.NotifyStart): a policy asks
 // about them one at a time, in the model's order, and those allowed run
 // in parallel.
-func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Message {
-	results := make([]llm.Message, len(calls))
-	_, ordered := a.registry.(*host.ToolRegistry)
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		if c.Invalid != "" {
-			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, IsError: true,
-				Content: "Error executing " + toolcall.Bound(c.Name, toolcall.MaxName) + ": " + c.Invalid + "; the tool did not run"}
-			continue
-		}
-		callCtx, ready := ctx, (<-chan struct{})(nil)
-		if ordered {
-			callCtx, ready = host.NotifyStart(ctx)
-		}
-		done := make(chan struct{})
-		wg.Go(func() {
-			defer close(done)
-			out := a.registry.Execute(callCtx, c.Name, c.Arguments)
-			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: host.IsError(out)}
-		})
-		if ready != nil {
-			select {
-			case <-ready:
-			case <-done:
+func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, emit func(Event) error) (results []llm.Message, waiting map[int]policy.Deferred, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results = make([]llm.Message, len(calls))
+	deferrals := make([]policy.Deferrals, len(calls))
+	type ended struct {
+		i    int
+		took time.Duration
+	}
+	done := make(chan ended, len(calls))
+	var emitErr error
+	send := func(ev Event) {
+		if emitErr == nil {
+			if emitErr = emit(ev); emitErr != nil {
+				cancel()
 			}
 		}
 	}
-	wg.Wait()
-	return results
+	result := func(e ended) {
+		r := results[e.i]
+		send(Event{Type: EventToolResult, ToolCall: &calls[e.i], Result: r.Content, IsError: r.IsError, Duration: e.took})
+	}
+	_, ordered := a.registry.(*host.ToolRegistry)
+	running := 0
+	for i, c := range calls {
+		if ctx.Err() != nil && emitErr == nil {
+			// The turn was stopped (cancelled): the calls not launched
+			// yet are not, and their results say so.
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, IsError: true,
+				Content: "Error executing " + toolcall.Bound(c.Name, toolcall.MaxName) + ": the turn was stopped before the tool ran"}
+			continue
+		}
+		send(Event{Type: EventToolCall, ToolCall: &calls[i]})
+		if c.Invalid != "" || emitErr != nil {
+			why := c.Invalid + "; the tool did not run"
+			if c.Invalid == "" {
+				why = "the turn was stopped before the tool ran"
+			}
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, IsError: true,
+				Content: "Error executing " + toolcall.Bound(c.Name, toolcall.MaxName) + ": " + why}
+			result(ended{i: i})
+			continue
+		}
+		callCtx, ready := policy.WithDeferrals(ctx, &deferrals[i]), (<-chan struct{})(nil)
+		if ordered {
+			callCtx, ready = host.NotifyStart(callCtx)
+		}
+		running++
+		go func() {
+			start := time.Now()
+			out := a.registry.Execute(callCtx, c.Name, c.Arguments)
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: host.IsError(out)}
+			done <- ended{i, time.Since(start)}
+		}()
+		// The next call waits until this one has passed the
+		// interceptors; the results that come meanwhile are reported.
+		for ready != nil {
+			select {
+			case <-ready:
+				ready = nil
+			case e := <-done:
+				running--
+				result(e)
+				if e.i == i {
+					ready = nil
+				}
+			}
+		}
+	}
+	for ; running > 0; running-- {
+		result(<-done)
+	}
+	for i := range deferrals {
+		if d := deferrals[i].Calls(); len(d) > 0 {
+			if waiting == nil {
+				waiting = map[int]policy.Deferred{}
+			}
+			waiting[i] = d[0]
+		}
+	}
+	return results, waiting, emitErr
 }
 
 // append adds msgs to the conversation and returns its length before.

@@ -465,13 +465,32 @@ func TestAgentStreamChat(t *testing.T) {
 	if err != nil || final != "all is done" {
 		t.Fatalf("StreamChat = %q, %v", final, err)
 	}
+	// Each result comes as soon as its call ends: the two may come in
+	// either order, and the second call's launch may come after the
+	// first's result.
+	calls, results := []string{}, []string{}
+	var rest []string
+	for _, e := range got {
+		switch {
+		case strings.HasPrefix(e, "tool_call:"):
+			calls = append(calls, e)
+			rest = append(rest, "tool_call")
+		case strings.HasPrefix(e, "tool_result:"):
+			results = append(results, e)
+			rest = append(rest, "tool_result")
+		default:
+			rest = append(rest, e)
+		}
+	}
+	slices.Sort(results)
+	if !slices.Equal(calls, []string{`tool_call:echo{"text":"seen"}`, "tool_call:nope{}"}) ||
+		!slices.Equal(results, []string{"tool_result:echo=seen,false", "tool_result:nope=Error: tool not found: nope,true"}) {
+		t.Errorf("tool events: %q, %q", calls, results)
+	}
+	got = slices.DeleteFunc(rest, func(e string) bool { return e == "tool_call" || e == "tool_result" })
 	want := []string{
 		"text:looking",
 		"usage",
-		`tool_call:echo{"text":"seen"}`,
-		"tool_call:nope{}",
-		"tool_result:echo=seen,false",
-		"tool_result:nope=Error: tool not found: nope,true",
 		"text:all ", "text:is ", "text:done",
 		"usage",
 		"message:all is done",
@@ -758,6 +777,7 @@ func TestAgentInvalidCallRunsNothing(t *testing.T) {
 		"call1=recorded,false",
 		"call2=Error executing record: the arguments are not valid JSON; they were cut off by the output limit; the tool did not run,true",
 	}
+	slices.Sort(results)
 	if !slices.Equal(results, want) {
 		t.Errorf("results:\n%s\nwant:\n%s", strings.Join(results, "\n"), strings.Join(want, "\n"))
 	}

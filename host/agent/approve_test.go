@@ -171,3 +171,91 @@ func TestAgentStoppedByOnEventAnswersEveryCall(t *testing.T) {
 		t.Errorf("a vetoed call's result: %q", got)
 	}
 }
+
+// TestAgentEventsAsTheyHappen: the result of a fast call comes while a
+// slow one of the same turn still runs, with its duration; the results
+// go back to the model in the calls' order all the same.
+func TestAgentEventsAsTheyHappen(t *testing.T) {
+	t.Parallel()
+	p := &scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){
+		callTools("", "slow", `{"text":"s"}`, "fast", `{"text":"f"}`),
+		answer("done"),
+	}}
+	a := newAgent(t, p, agent.Options{})
+	release := make(chan struct{})
+	if err := a.AddTool(sdk.NewTool(sdk.Info{Name: "slow", Description: "Slow.", Annotations: sdk.Annotations{ReadOnly: true}}, func(ctx context.Context, in textIn) (string, error) {
+		select {
+		case <-release:
+			return "slow done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddTool(sdk.NewTool(sdk.Info{Name: "fast", Description: "Fast."}, func(ctx context.Context, in textIn) (string, error) {
+		time.Sleep(5 * time.Millisecond)
+		return "fast done", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	_, err := a.StreamChat(t.Context(), "go", func(ev agent.Event) error {
+		switch ev.Type {
+		case agent.EventToolCall:
+			order = append(order, "call "+ev.ToolCall.Name)
+		case agent.EventToolResult:
+			order = append(order, "result "+ev.ToolCall.Name)
+			if ev.ToolCall.Name == "fast" {
+				if ev.Duration < 5*time.Millisecond {
+					t.Errorf("fast took %v", ev.Duration)
+				}
+				// Only now may the slow call end: its result cannot
+				// have held this one back.
+				close(release)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ", "); got != "call slow, call fast, result fast, result slow" {
+		t.Errorf("events: %s", got)
+	}
+	msgs := p.requests()[1].Messages
+	if msgs[2].ToolCallID != "call1" || msgs[2].Content != "slow done" || msgs[3].ToolCallID != "call2" {
+		t.Errorf("results sent back: %+v", msgs[2:])
+	}
+}
+
+// thinker streams a reasoning delta before its answer.
+type thinker struct{ scripted }
+
+func (p *thinker) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta) error) (*llm.Response, error) {
+	if err := onDelta(llm.Delta{Thinking: "let me see"}); err != nil {
+		return nil, err
+	}
+	return p.scripted.Stream(ctx, req, onDelta)
+}
+
+func TestAgentStreamsThinking(t *testing.T) {
+	t.Parallel()
+	p := &thinker{scripted{steps: []func(context.Context, *llm.Request) (*llm.Response, error){answer("yes")}}}
+	a := newAgent(t, p, agent.Options{})
+	var got []string
+	if _, err := a.StreamChat(t.Context(), "q", func(ev agent.Event) error {
+		if ev.Type == agent.EventThinking || ev.Type == agent.EventText {
+			got = append(got, ev.Type.String()+":"+ev.Text)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "thinking:let me see,text:yes" {
+		t.Errorf("events %q", got)
+	}
+	if u := a.Usage(); u.InputTokens != 10 || u.OutputTokens != 2 {
+		t.Errorf("usage %+v", u)
+	}
+}

@@ -84,7 +84,53 @@ const (
 	// AllowSession: this call runs, and so do the later calls of the
 	// session that Request.SessionRules match.
 	AllowSession
+	// Later: the question waits for an answer given later, maybe in
+	// another process: the call does not run now, and the caller that
+	// collects such calls (WithDeferrals; an Agent does) is told of it and
+	// may resume it with the answer (WithAnswer). Where nothing collects
+	// them, Later denies.
+	Later
 )
+
+// Deferrals collects the calls whose question an Approver answered
+// Later. It is safe for concurrent use.
+type Deferrals struct {
+	mu    sync.Mutex
+	calls []Deferred
+}
+
+// Deferred is a call whose question waits for an answer.
+type Deferred struct {
+	// Call is the call; Why says what asks; SessionRules are what an
+	// AllowSession answer would add.
+	Call         *host.Call
+	Why          string
+	SessionRules []string
+}
+
+// Calls returns the calls deferred so far.
+func (d *Deferrals) Calls() []Deferred {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.calls)
+}
+
+type deferralsKey struct{}
+
+// WithDeferrals returns a context whose calls answered Later are
+// collected in d, instead of denied.
+func WithDeferrals(ctx context.Context, d *Deferrals) context.Context {
+	return context.WithValue(ctx, deferralsKey{}, d)
+}
+
+type answerKey struct{}
+
+// WithAnswer returns a context whose call, if the guard would ask about
+// it, takes ans as the answer instead of asking: the answer given later
+// to a deferred call. Deny rules still deny it.
+func WithAnswer(ctx context.Context, ans Answer) context.Context {
+	return context.WithValue(ctx, answerKey{}, ans)
+}
 
 // Answer is what an approver answers.
 type Answer struct {
@@ -143,6 +189,40 @@ func (s *Session) Rules() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Remembered returns what the session's AllowSession answers added: the
+// ask rules answered so (asks), and the rules added for what the mode
+// asked (allows), as written. Remember puts them back.
+func (s *Session) Remembered() (asks, allows []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for text := range s.accepted {
+		asks = append(asks, text)
+	}
+	slices.Sort(asks)
+	for _, r := range s.allowed.Allow {
+		allows = append(allows, r.Text)
+	}
+	return asks, allows
+}
+
+// Remember adds what Remembered returned, to a session resumed later.
+func (s *Session) Remember(asks, allows []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, text := range allows {
+		if err := s.allowed.Add(Allow, text); err != nil {
+			return err
+		}
+	}
+	for _, text := range asks {
+		if _, err := Parse(text); err != nil {
+			return err
+		}
+		s.accepted[text] = true
+	}
+	return nil
 }
 
 // allows reports whether the session's answers allow c, which the rule
@@ -301,6 +381,10 @@ func (g *Guard) ask(ctx context.Context, call *host.Call, c Call, paths []string
 		return next(ctx, call)
 	}
 	req := &Request{Call: call, Paths: paths, Rule: rule, Mode: g.opts.Mode, Why: why, SessionRules: sessionRules(call, c, rule)}
+	if ans, ok := ctx.Value(answerKey{}).(Answer); ok {
+		unlock()
+		return g.answered(ctx, call, s, rule, req, ans, next)
+	}
 	if s.approver == nil {
 		unlock()
 		call.Decision = &host.Decision{By: "no one to ask (" + why + ")"}
@@ -314,14 +398,32 @@ func (g *Guard) ask(ctx context.Context, call *host.Call, c Call, paths []string
 	ans, err := s.approver.Approve(ctx, req)
 	unlock()
 	switch {
-	case ctx.Err() != nil:
+	// An answer that comes once the call's context has ended allows
+	// nothing; a denial given as it ended (Ctrl-C at the question) is
+	// the user's.
+	case ctx.Err() != nil && (err != nil || ans.Verdict != Refuse):
 		call.Decision = &host.Decision{By: "no answer (" + why + ")"}
 		return host.Denied(call.Tool, "denied: no answer came before the call's deadline")
 	case err != nil:
 		call.Decision = &host.Decision{By: "no answer (" + why + ")", Reason: err.Error()}
 		return host.Denied(call.Tool, "denied: the approval failed: "+err.Error())
 	}
+	return g.answered(ctx, call, s, rule, req, ans, next)
+}
+
+// answered runs call, or answers it, as ans says.
+func (g *Guard) answered(ctx context.Context, call *host.Call, s *Session, rule *Rule, req *Request, ans Answer, next host.Handler) host.Result {
 	switch ans.Verdict {
+	case Later:
+		if d, ok := ctx.Value(deferralsKey{}).(*Deferrals); ok {
+			d.mu.Lock()
+			d.calls = append(d.calls, Deferred{Call: call, Why: req.Why, SessionRules: req.SessionRules})
+			d.mu.Unlock()
+			call.Decision = &host.Decision{By: "put off by the user (" + req.Why + ")"}
+			return host.Denied(call.Tool, "waiting for the user's approval")
+		}
+		call.Decision = &host.Decision{By: "put off by the user (" + req.Why + ")"}
+		return host.Denied(call.Tool, "denied: the question was put off, and nothing here can take the answer later")
 	case AllowSession:
 		s.add(rule, req.SessionRules)
 		call.Decision = &host.Decision{Allowed: true, By: "the user, for the session"}
