@@ -50,8 +50,6 @@ type terminalApprover struct {
 	// stopping: Ctrl-C at a question stopped the turn; the calls after it
 	// are denied without a question until the next turn.
 	stopping bool
-	// delivered: the interrupt that stops the turn was delivered.
-	delivered bool
 }
 
 // newTerminalApprover returns the approver of a chat whose input and
@@ -72,25 +70,8 @@ func newTerminalApprover(in io.Reader, out io.Writer) *terminalApprover {
 // question to the model begins.
 func (a *terminalApprover) beginTurn() {
 	a.mu.Lock()
-	a.stopping, a.delivered = false, false
+	a.stopping = false
 	a.mu.Unlock()
-}
-
-// resultsShown stops the turn, if Ctrl-C at a question asked for it, once
-// the turn's tool calls have their results: the call that Ctrl-C denied
-// was denied by the user, not by a cancelled turn, and every call of the
-// turn is answered. It delivers the interrupt and waits for the turn's
-// ctx to end, so that no other model call starts.
-func (a *terminalApprover) resultsShown(ctx context.Context) {
-	a.mu.Lock()
-	deliver := a.stopping && !a.delivered
-	if deliver {
-		a.delivered = true
-	}
-	a.mu.Unlock()
-	if deliver && a.interrupt() {
-		<-ctx.Done()
-	}
 }
 
 // errStopped: the person pressed Ctrl-C or Ctrl-D at a question.
@@ -125,6 +106,13 @@ func (a *terminalApprover) Approve(ctx context.Context, req *policy.Request) (po
 		a.mu.Lock()
 		a.stopping = true
 		a.mu.Unlock()
+		// The turn stops as a Ctrl-C during an answer stops it: the
+		// calls not yet launched are not, and no other model call
+		// starts. This call is denied by the user, as answered, once
+		// the turn's context has ended.
+		if a.interrupt() {
+			<-ctx.Done()
+		}
 		return policy.Answer{Verdict: policy.Refuse}, nil
 	case err != nil:
 		a.write("\n(no answer: " + err.Error() + ")\n")

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -48,6 +49,8 @@ type chatFlags struct {
 	maxTokens                int
 	temperature              *float64 // nil: the provider's default
 	message                  string
+	session                  string // --session NAME
+	resume                   bool
 }
 
 // setTemperature parses --temperature.
@@ -119,10 +122,17 @@ func chatCommand() *command {
 			fs.IntVar(&f.maxTokens, "max-tokens", 0, "at most `N` tokens in each model answer (default: the provider client's; 4096 for anthropic)")
 			fs.Func("temperature", "the sampling temperature `T`, 0 to 2 (default: the provider's)", f.setTemperature)
 			fs.StringVar(&f.message, "m", "", "answer this `TEXT` once and exit")
+			fs.StringVar(&f.session, "session", "", "keep the conversation as `NAME`, going on with it if it exists")
+			fs.BoolVar(&f.resume, "resume", false, "go on with the latest conversation (or --session NAME's)")
 		},
 		prepare: func() error {
 			if f.maxTokens < 0 {
 				return usagef("chat: --max-tokens must not be negative")
+			}
+			if f.session != "" {
+				if err := checkSessionName(f.session); err != nil {
+					return usagef("chat: --session: %v", err)
+				}
 			}
 			var err error
 			provider, model, err = f.newProvider()
@@ -157,8 +167,13 @@ func chatCommand() *command {
 			}
 			defer a.Close()
 			c := &chatSession{agent: a, registry: env.registry, approver: asker, out: env.stdout, errOut: env.stderr, lineStart: true}
+			if err := c.openSession(f); err != nil {
+				return err
+			}
 			if f.message != "" {
-				return c.ask(ctx, f.message)
+				err := c.ask(ctx, f.message)
+				c.saveSession()
+				return err
 			}
 			return c.interact(ctx, env.stdin)
 		},
@@ -173,6 +188,67 @@ type chatSession struct {
 	out       io.Writer
 	errOut    io.Writer
 	lineStart bool // the output is at the start of a line
+
+	// store and name are where the conversation is kept; name is ""
+	// when it is not (chat -m without --session or --resume).
+	store sessionStore
+	name  string
+	// images go with the next question (/image).
+	images []llm.Image
+}
+
+// openSession finds the conversation to keep: --session NAME's (resumed
+// when it exists), the latest with --resume, a new one in an interactive
+// session; chat -m alone keeps none.
+func (c *chatSession) openSession(f *chatFlags) error {
+	if f.message != "" && f.session == "" && !f.resume {
+		return nil
+	}
+	dir, err := sessionsDir()
+	if err != nil {
+		return err
+	}
+	c.store = sessionStore{dir: dir}
+	c.name = f.session
+	if f.resume && c.name == "" {
+		list, err := c.store.list()
+		if err != nil {
+			return fmt.Errorf("chat: the saved conversations: %w", err)
+		}
+		if len(list) == 0 {
+			return fmt.Errorf("chat --resume: no saved conversation in %s", textsafe.Name(dir))
+		}
+		c.name = list[0].name
+	}
+	if c.name == "" {
+		c.name = c.store.newName(time.Now())
+		return nil
+	}
+	st, ok, err := c.store.load(c.name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("chat: conversation %s: %w", c.name, err)
+	case !ok && f.resume:
+		return fmt.Errorf("chat --resume: no saved conversation %s in %s", c.name, textsafe.Name(dir))
+	case !ok:
+		return nil
+	}
+	if err := c.agent.Restore(st); err != nil {
+		return fmt.Errorf("chat: conversation %s: %w", c.name, err)
+	}
+	fmt.Fprintf(c.errOut, "going on with conversation %s (%d messages)\n", c.name, len(st.Messages))
+	return nil
+}
+
+// saveSession keeps the conversation, if it is kept; a failure is told
+// and the session goes on.
+func (c *chatSession) saveSession() {
+	if c.name == "" {
+		return
+	}
+	if err := c.store.save(c.name, c.agent.State()); err != nil {
+		fmt.Fprintf(c.errOut, "warning: the conversation could not be saved: %v\n", err)
+	}
 }
 
 func (c *chatSession) print(s string) {
@@ -195,7 +271,9 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 	if c.approver != nil {
 		c.approver.beginTurn()
 	}
-	_, err := c.agent.StreamChat(ctx, text, func(ev agent.Event) error {
+	images := c.images
+	c.images = nil
+	_, err := c.agent.ChatMessage(ctx, llm.Message{Content: text, Images: images}, func(ev agent.Event) error {
 		switch ev.Type {
 		case agent.EventText:
 			c.print(ev.Text)
@@ -208,11 +286,6 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 				mark = "✗"
 			}
 			c.print(fmt.Sprintf("%s %s\n", mark, short(ev.Result, 80)))
-			if c.approver != nil {
-				// Ctrl-C at a question stops the turn once its calls
-				// have their results.
-				c.approver.resultsShown(ctx)
-			}
 		case agent.EventWarning:
 			c.newline()
 			fmt.Fprintf(c.errOut, "warning: %s\n", short(ev.Text, 200))
@@ -231,7 +304,7 @@ func (c *chatSession) ask(ctx context.Context, text string) error {
 	return err
 }
 
-const slashHelp = "commands: /tools, /enable NAME, /disable NAME, /save [REASON], /clear, /system TEXT, /exit"
+const slashHelp = "commands: /tools, /enable NAME, /disable NAME, /save [REASON], /clear, /system TEXT, /context, /compact, /image PATH, /sessions, /exit"
 
 // chatDetails is the end of chat --help.
 const chatDetails = `In a session, a line is a question for the model, unless it is a command:
@@ -241,7 +314,15 @@ const chatDetails = `In a session, a line is a question for the model, unless it
   /save [REASON]   save the session's context (save_session_context, to --session-file)
   /clear           forget the conversation
   /system [TEXT]   show or set the system prompt
+  /context         how much of the model's context window the conversation fills
+  /compact         make the conversation smaller now (older tool results elided,
+                   older turns summarized by the model)
+  /image PATH      send the image with the next question
+  /sessions        list the saved conversations
   /exit            end the session (also /quit, Ctrl-D)
+Each conversation is saved, after every answer, under the user's data
+directory (agenthost/sessions); --resume goes on with the latest, --session
+NAME with a named one.
 Ctrl-C stops the answer under way (a question that got no answer is
 forgotten); at the prompt it ends the session.
 A tool call that needs approval is asked about on the terminal: y runs it,
@@ -289,6 +370,7 @@ func (c *chatSession) interact(ctx context.Context, in io.Reader) error {
 func (c *chatSession) answer(ctx context.Context, text string, intr <-chan struct{}) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer c.saveSession()
 	done := make(chan error, 1)
 	go func() { done <- c.ask(ctx, text) }()
 	select {
@@ -444,7 +526,54 @@ func (c *chatSession) slash(ctx context.Context, line string) (exit bool) {
 		c.print(c.agent.SaveContext(ctx, arg) + "\n")
 	case "/clear":
 		c.agent.ClearContext()
+		c.saveSession()
 		c.print("context cleared\n")
+	case "/context":
+		used, window := c.agent.ContextUsage()
+		u := c.agent.Usage()
+		c.print(fmt.Sprintf("context: %d of %d tokens (%.0f%%); so far %d tokens in (%d read from the cache), %d out\n",
+			used, window, 100*float64(used)/float64(max(window, 1)), u.InputTokens, u.CacheReadTokens, u.OutputTokens))
+	case "/compact":
+		before, _ := c.agent.ContextUsage()
+		if err := c.agent.Compact(ctx); err != nil {
+			c.print(fmt.Sprintf("/compact: %v\n", err))
+			return false
+		}
+		after, window := c.agent.ContextUsage()
+		c.saveSession()
+		c.print(fmt.Sprintf("compacted: %d tokens, from %d, of %d\n", after, before, window))
+	case "/image":
+		if arg == "" {
+			c.print("/image needs a file: /image PATH\n")
+			return false
+		}
+		img, err := llm.ImageFile(arg)
+		if err != nil {
+			c.print(fmt.Sprintf("/image: %v\n", err))
+			return false
+		}
+		c.images = append(c.images, img)
+		c.print(fmt.Sprintf("%s (%s, %d bytes) goes with the next question\n", textsafe.Name(arg), img.MediaType, len(img.Data)))
+	case "/sessions":
+		list, err := c.store.list()
+		if err != nil {
+			c.print(fmt.Sprintf("/sessions: %v\n", err))
+			return false
+		}
+		if len(list) == 0 {
+			c.print("no saved conversation\n")
+		}
+		for _, sess := range list {
+			mark := " "
+			if sess.name == c.name {
+				mark = "*"
+			}
+			first := ""
+			if st, ok, err := c.store.load(sess.name); ok && err == nil {
+				first = firstQuestion(st.Messages)
+			}
+			c.print(fmt.Sprintf("%s %-24s %s  %s\n", mark, sess.name, sess.modified.Format("2006-01-02 15:04"), first))
+		}
 	case "/system":
 		if arg == "" {
 			c.print("system prompt: " + c.agent.SystemPrompt() + "\n")

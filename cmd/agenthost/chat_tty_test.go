@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,42 +52,8 @@ func TestChatTerminal(t *testing.T) {
 			return []string{`{"choices":[{"index":0,"delta":{"content":"Let me think"},"finish_reason":null}]}`, hang}
 		},
 	)
-	controller, tty := openPTY(t)
-	cmd := exec.Command(exe, "--plugins", plugins, "chat", "--base-url", url)
-	cmd.Env = agenthostEnv("OPENAI_API_KEY=sk-test", "TERM=xterm")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	exited, waitErr := startChat(t, cmd)
-	tty.Close() // the child holds its own copies
-
-	var mu sync.Mutex
-	var screen bytes.Buffer
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := controller.Read(buf)
-			mu.Lock()
-			screen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	seen := func(want string, from int) int {
-		t.Helper()
-		return waitOutput(t, func() string {
-			mu.Lock()
-			defer mu.Unlock()
-			return screen.String()
-		}, want, from, "")
-	}
-	typeKeys := func(keys string) {
-		t.Helper()
-		if _, err := controller.WriteString(keys); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := startTermSession(t, exe, []string{"--plugins", plugins, "chat", "--base-url", url}, agenthostEnv("OPENAI_API_KEY=sk-test", "TERM=xterm"))
+	seen, typeKeys := c.see, c.typeIn
 
 	at := seen("> ", 0)
 	// "helo world", then Left seven times to after "hel", insert "l".
@@ -109,15 +71,7 @@ func TestChatTerminal(t *testing.T) {
 	typeKeys("\x03")
 	at = seen("(interrupted)", at)
 	seen("> ", at)
-	typeKeys("\x04") // Ctrl-D
-	select {
-	case <-exited:
-		if err := waitErr(); err != nil {
-			t.Errorf("chat ended with %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Ctrl-D at the prompt did not end the session")
-	}
+	c.end() // Ctrl-D
 
 	reqs := rp.requests()
 	if len(reqs) != 3 {

@@ -25,6 +25,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_CONFIG_HOME", config)
+	// Nor keeps its conversations where the user's are.
+	os.Setenv("XDG_DATA_HOME", filepath.Join(config, "data"))
 	code := m.Run()
 	plugintest.Cleanup()
 	os.RemoveAll(config)
