@@ -3,14 +3,12 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -283,6 +281,11 @@ type Guard struct {
 	policy  *Policy
 	opts    Options
 	session *Session
+	// roots are the roots' real paths (symbolic links followed), by
+	// root, found once: a tool process's sandbox is made of them as they
+	// are when it starts, and a root that moves later is not followed
+	// there either.
+	roots sync.Map
 }
 
 // NewGuard returns a guard of p (nil: no rules) with opts.
@@ -597,7 +600,7 @@ func (g *Guard) policyCall(call *host.Call) (Call, []string) {
 		return c, nil
 	}
 	given := PathArgs(call.Tool, call.Args)
-	real := realRoots(call.Roots)
+	real := g.realRoots(call.Roots)
 	var resolved []string
 	for _, p := range given {
 		lexical, r := place(call.Roots, real, p)
@@ -651,6 +654,21 @@ func ResolvePaths(roots, paths []string) []string {
 	return slices.Compact(out)
 }
 
+// realRoots are the roots with their symbolic links followed, as found
+// the first time each was seen.
+func (g *Guard) realRoots(roots []string) []string {
+	out := make([]string, len(roots))
+	for i, root := range roots {
+		if real, ok := g.roots.Load(root); ok {
+			out[i] = real.(string)
+			continue
+		}
+		out[i] = followExisting(root)
+		g.roots.Store(root, out[i])
+	}
+	return out
+}
+
 // realRoots are the roots with their symbolic links followed.
 func realRoots(roots []string) []string {
 	out := make([]string, len(roots))
@@ -677,23 +695,55 @@ func place(roots, real []string, p string) (lexical, resolved string) {
 	return lexical, resolved
 }
 
-// followExisting follows the symbolic links of the longest part of p that
-// exists, and appends the rest.
+// unresolved marks a path whose links could not be followed.
+const unresolved = "\x00unresolved:"
+
+// followExisting follows the symbolic links of p, an absolute clean
+// path, one component at a time, as the file tools do: a link's target
+// takes its place (a dangling link's too, since a write through it
+// creates the target), and the first component that does not exist ends
+// the walk, the rest appended as it is. A path that cannot be followed
+// (more than 40 links, Linux's limit; a link that cannot be read) is
+// unresolved: no glob matches it, so no rule allows it, and the mode
+// asks.
 func followExisting(p string) string {
-	rest := ""
-	for cur := p; ; {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest)
-		} else if !errors.Is(err, os.ErrNotExist) && !isNotDir(err) {
-			return p
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
+	if !filepath.IsAbs(p) {
+		return p
 	}
+	done := "/"
+	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for hops := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		if name == "" || name == "." {
+			continue
+		}
+		if name == ".." {
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, name)
+		info, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, rest...)...)
+		}
+		if info.Mode()&os.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return unresolved + p
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return unresolved + p
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return done
 }
 
 // inside reports whether every path lies inside one of the roots (or is
@@ -712,9 +762,4 @@ func inside(paths, roots []string) bool {
 		}
 	}
 	return true
-}
-
-func isNotDir(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && errors.Is(pe.Err, syscall.ENOTDIR)
 }

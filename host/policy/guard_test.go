@@ -241,7 +241,7 @@ func TestAllowForTheSessionOfAnAskRule(t *testing.T) {
 
 func TestPathRulesFollowLinksAndDots(t *testing.T) {
 	ap := &asker{answer: answer(policy.Refuse, "")}
-	p := mustRules(t, []string{"read_file(src/**)", "write_file(src/**)"}, nil, []string{"read_file(secret/**)"})
+	p := mustRules(t, []string{"read_file(src/**)", "write_file(src/**)"}, nil, []string{"read_file(secret/**)", "write_file(secret/**)"})
 	b := newBench(t, p, policy.Options{Mode: policy.ModeAsk, Approver: ap})
 	for _, d := range []string{"src", "secret"} {
 		if err := os.Mkdir(filepath.Join(b.root, d), 0o755); err != nil {
@@ -256,6 +256,9 @@ func TestPathRulesFollowLinksAndDots(t *testing.T) {
 	}
 	mustLink(filepath.Join(b.root, "secret"), "src/shortcut")
 	mustLink(outside, "src/out")
+	// A dangling link: a write through it creates its target.
+	mustLink("../secret/new.txt", "src/fresh")
+	mustLink("loop", "src/loop")
 	ctx := context.Background()
 	for _, c := range []struct {
 		tool, path, want string
@@ -266,7 +269,9 @@ func TestPathRulesFollowLinksAndDots(t *testing.T) {
 		{"write_file", "src/new/file.go", "ran write_file"},
 		{"write_file", "src/../x", "Error executing write_file: denied by the user"},
 		{"write_file", "src/out/x", "Error executing write_file: denied by the user"},
-		{"write_file", "src/shortcut/x", "Error executing write_file: denied by the user"},
+		{"write_file", "src/shortcut/x", `Error executing write_file: denied by rule "write_file(secret/**)"`},
+		{"write_file", "src/fresh", `Error executing write_file: denied by rule "write_file(secret/**)"`},
+		{"write_file", "src/loop", "Error executing write_file: denied by the user"},
 	} {
 		if got := b.call(ctx, c.tool, anyIn{Path: c.path}); got != c.want {
 			t.Errorf("%s %s: %q, want %q", c.tool, c.path, got, c.want)
