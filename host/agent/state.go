@@ -248,34 +248,20 @@ func (a *Agent) Restore(st State) error {
 // tool call whose result does not follow it, or a result of no call.
 // With p, the last message's calls wait for results.
 func checkConversation(msgs []llm.Message, p *Pending) error {
-	var open []string
 	for i, m := range msgs {
-		switch {
-		case m.Role == llm.RoleTool:
-			j := slices.Index(open, m.ToolCallID)
-			if j < 0 {
-				return fmt.Errorf("message %d is the result of a call (%q) that does not precede it", i+1, m.ToolCallID)
-			}
-			open = slices.Delete(open, j, j+1)
-		case len(open) > 0:
-			return fmt.Errorf("message %d follows tool calls that have no result: %s", i+1, strings.Join(open, ", "))
-		case m.Role == llm.RoleAssistant:
-			for _, c := range m.ToolCalls {
-				open = append(open, c.ID)
-			}
-		case m.Role != llm.RoleUser:
+		if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant && m.Role != llm.RoleTool {
 			return fmt.Errorf("message %d has the role %q", i+1, m.Role)
 		}
 	}
 	if p == nil {
-		if len(open) > 0 {
-			return fmt.Errorf("the last tool calls have no result: %s", strings.Join(open, ", "))
-		}
-		return nil
+		return checkToolResults(msgs)
 	}
 	last := len(msgs) - 1
 	if last < 0 || msgs[last].Role != llm.RoleAssistant || len(msgs[last].ToolCalls) != len(p.Results) {
 		return errors.New("the waiting turn does not match the last message")
+	}
+	if err := checkToolResults(msgs[:last]); err != nil {
+		return err
 	}
 	for _, w := range p.Waiting {
 		if !slices.ContainsFunc(msgs[last].ToolCalls, func(c llm.ToolCall) bool { return c.ID == w.ID }) {

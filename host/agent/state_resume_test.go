@@ -101,7 +101,7 @@ func TestStateDocument(t *testing.T) {
 		{`{"version":2,"messages":[]}`, "saved by a later version of agenthost (state version 2; this one reads 1 and before): upgrade agenthost"},
 		{`{"messages":[]}`, "not a saved conversation: version 0"},
 		{`{"version":1,"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"c1","name":"echo","arguments":{}}]},{"role":"user","content":"q"}]}`, "message 3 follows tool calls that have no result: c1"},
-		{`{"version":1,"messages":[{"role":"tool","tool_call_id":"x","content":"r"}]}`, `message 1 is the result of a call ("x") that does not precede it`},
+		{`{"version":1,"messages":[{"role":"tool","tool_call_id":"x","content":"r"}]}`, `message 1 is the result of tool call "x", which the assistant message before it did not make`},
 	} {
 		var st agent.State
 		if err := json.Unmarshal([]byte(tc.doc), &st); err != nil {

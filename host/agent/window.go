@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -662,13 +663,13 @@ func checkToolResults(msgs []llm.Message) error {
 	for i, m := range msgs {
 		if m.Role == llm.RoleTool {
 			if !open[m.ToolCallID] {
-				return fmt.Errorf("message %d is the result of tool call %q, which the assistant message before it did not make (or is answered twice)", i, m.ToolCallID)
+				return fmt.Errorf("message %d is the result of tool call %q, which the assistant message before it did not make (or is answered twice)", i+1, m.ToolCallID)
 			}
 			delete(open, m.ToolCallID)
 			continue
 		}
 		if len(open) > 0 {
-			return fmt.Errorf("message %d follows tool calls that have no result", i)
+			return fmt.Errorf("message %d follows tool calls that have no result: %s", i+1, strings.Join(slices.Sorted(maps.Keys(open)), ", "))
 		}
 		open = nil
 		if m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0 {
@@ -679,7 +680,7 @@ func checkToolResults(msgs []llm.Message) error {
 		}
 	}
 	if len(open) > 0 {
-		return errors.New("the last tool calls have no result")
+		return fmt.Errorf("the last tool calls have no result: %s", strings.Join(slices.Sorted(maps.Keys(open)), ", "))
 	}
 	return nil
 }
