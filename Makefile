@@ -3,7 +3,7 @@ BIN := bin
 PLUGINS := fs session search bash
 EXAMPLES := clock
 
-.PHONY: all build run test prereqs bench proto clean
+.PHONY: all build run test test-launchers prereqs bench proto clean
 
 all: build
 
@@ -70,6 +70,14 @@ test: prereqs $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/nod
 	$(GO) vet ./...
 	$(GO) build -o $(TEST_BIN)/ $(TEST_BINARIES)
 	AGENTHOST_TEST_BINARIES=$(TEST_BIN) $(GO) test -race ./...
+
+# test-launchers runs the tests of MCP servers that npx installs and
+# starts from empty caches (from a registry served locally out of
+# tests/mcp-servers): they take npm's seconds, so make test leaves them
+# out; .ci/run runs them.
+test-launchers: prereqs $(MCP_SERVERS)/node_modules/.package-lock.json
+	$(GO) build -o $(TEST_BIN)/ $(TEST_BINARIES)
+	AGENTHOST_TEST_BINARIES=$(TEST_BIN) $(GO) test -race -tags launchers -run '^Test(LauncherServersEmptyCache|NpxInstallCutShortRepaired)$$' ./host/
 
 # bench measures the plugin call path against an in-process call (and
 # against the same plugin without its sandbox); one plugin's launch with

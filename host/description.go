@@ -21,6 +21,9 @@ type description struct {
 	ProtocolMinor uint32          `json:"protocol_minor,omitempty"`
 	Permissions   sdk.Permissions `json:"permissions"`
 	Tools         []toolSpec      `json:"tools"`
+	// MCP is what an MCP server declared it offers besides tools; nil
+	// for a plugin, or a description cached before it was kept.
+	MCP *mcpFeatures `json:"mcp,omitempty"`
 }
 
 // toolSpec is one tool of a description, as its source declares it.

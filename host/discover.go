@@ -53,6 +53,14 @@ type SourceReport struct {
 	// Remote says the MCP server is reached over HTTP: no process of it
 	// runs here, and no sandbox applies.
 	Remote bool
+	// Renamed are the tools of an MCP server registered with its name as
+	// a prefix because a tool of another source holds their names, each
+	// as "NAME as SERVER_NAME" ("read_file as filesystem_read_file").
+	Renamed []string
+	// LeftOut are the tools of an MCP server that its configuration's
+	// tools and disabledTools left out (MCPServer.Tools), as the server
+	// names them.
+	LeftOut []string
 }
 
 // PluginReport is the former name of SourceReport.
@@ -200,6 +208,7 @@ func (r *ToolRegistry) adoptAll(l *load, adopted func(*toolSource)) []SourceRepo
 		reports[i], _ = r.adopt(proc, l.descs[i], l.errs[i])
 		reports[i].Cached = l.cached[i]
 		reports[i].Launched = l.launched[i]
+		r.logRenamed(reports[i])
 		if reports[i].Err == nil && adopted != nil {
 			adopted(proc)
 		}
@@ -318,6 +327,9 @@ func (r *ToolRegistry) adopt(proc *toolSource, desc *description, err error) (So
 			continue
 		}
 		rep.Tools = append(rep.Tools, tool.Name())
+		if tool.Name() != proc.kind.toolName(spec.Name) {
+			rep.Renamed = append(rep.Renamed, renamed(spec.Name, tool.Name()))
+		}
 	}
 	if len(rep.Tools) == 0 {
 		proc.close()
@@ -363,7 +375,7 @@ const (
 // sourceTool checks what a plugin declares of one tool against the
 // limits, and returns its client side.
 func (r *ToolRegistry) sourceTool(proc *toolSource, spec toolSpec) (*sourceTool, error) {
-	name := proc.kind.toolName(spec.Name)
+	name := r.toolName(proc, spec.Name)
 	if !toolcall.ValidName(name) {
 		return nil, fmt.Errorf("%w: name %s must match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, toolcall.Quote(name))
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -27,9 +28,10 @@ type sourceKind interface {
 	label(p *toolSource) string
 	// launch starts (or connects to) a new instance of the source.
 	launch(p *toolSource) (*instance, error)
-	// call runs one of the source's tools: its text and its structured
-	// result (nil when it has none).
-	call(ctx context.Context, p *toolSource, tool string, args []byte, wantStructured bool) (string, []byte, error)
+	// call runs one of the source's tools: its text, its structured
+	// result (nil when it has none) and its content parts (nil when the
+	// text says all).
+	call(ctx context.Context, p *toolSource, tool string, args []byte, wantStructured bool) (string, []byte, []Content, error)
 	// describe asks the source what it serves.
 	describe(ctx context.Context, p *toolSource) (*description, error)
 	// hostStarted: the host starts the source's processes, in its
@@ -58,8 +60,9 @@ func (pluginKind) toolName(name string) string             { return name }
 func (pluginKind) toolTimeout() time.Duration              { return 0 }
 func (pluginKind) launch(p *toolSource) (*instance, error) { return p.launchPlugin() }
 
-func (pluginKind) call(ctx context.Context, p *toolSource, tool string, args []byte, wantStructured bool) (string, []byte, error) {
-	return p.execute(ctx, tool, args, wantStructured)
+func (pluginKind) call(ctx context.Context, p *toolSource, tool string, args []byte, wantStructured bool) (string, []byte, []Content, error) {
+	text, structured, err := p.execute(ctx, tool, args, wantStructured)
+	return text, structured, nil, err
 }
 
 func (pluginKind) describe(ctx context.Context, p *toolSource) (*description, error) {
@@ -86,9 +89,9 @@ func (k mcpKind) noun() string                            { return "MCP server" 
 func (k mcpKind) label(*toolSource) string                { return "MCP server " + textsafe.Name(k.server.Name) }
 func (k mcpKind) hostStarted() bool                       { return true }
 func (k mcpKind) toolTimeout() time.Duration              { return k.server.Timeout }
-func (k mcpKind) launch(p *toolSource) (*instance, error) { return p.launchMCP(k.server) }
+func (k mcpKind) launch(p *toolSource) (*instance, error) { return p.launchMCPRepairing(k.server) }
 
-func (k mcpKind) call(ctx context.Context, p *toolSource, tool string, args []byte, _ bool) (string, []byte, error) {
+func (k mcpKind) call(ctx context.Context, p *toolSource, tool string, args []byte, _ bool) (string, []byte, []Content, error) {
 	return p.callMCP(ctx, tool, args)
 }
 
@@ -107,9 +110,7 @@ func (k mcpKind) toolName(name string) string {
 	return name
 }
 
-func (k mcpKind) renameHint(name string) string {
-	return `a "prefix" in its mcpServers entry registers its tools as PREFIX_` + name
-}
+func (k mcpKind) renameHint(name string) string { return k.prefixHint(name) }
 
 // A link is how the host holds a running instance: a go-plugin client of
 // a process it started, a connection to an attached plugin, or an MCP
@@ -176,11 +177,26 @@ func (mcpLink) ended(inst *instance) bool {
 
 func (mcpLink) ping(ctx context.Context, inst *instance) error { return inst.mcp.Ping(ctx) }
 
-// close asks an MCP server over stdio to stop by closing its stdin (the
-// session's Close does), and gives it the same time as a plugin to exit.
+// close asks an MCP server over stdio to stop as MCP's stdio transport
+// says: its stdin closed (the session's Close does), then, if it has not
+// exited termGrace later, SIGTERM to its process group; Stop kills the
+// group once the time a plugin has to exit is over. A server with a
+// request of its own under way when its stdin closes (a roots/list it
+// sent as the session ended, say) waits for the answer that cannot come,
+// and would sit out that time at every stop.
 func (mcpLink) close(inst *instance, _ bool) {
 	inst.mcp.Close()
-	if r := inst.runner; r != nil {
-		<-r.Done()
+	r := inst.runner
+	if r == nil {
+		return
 	}
+	grace := time.NewTimer(termGrace)
+	defer grace.Stop()
+	select {
+	case <-r.Done():
+		return
+	case <-grace.C:
+	}
+	_ = r.SignalGroup(syscall.SIGTERM)
+	<-r.Done()
 }

@@ -82,8 +82,11 @@ func safeArgs(args []any) []any {
 }
 
 // launchError turns go-plugin's start-up errors, which span several lines
-// and name no cause, into one line that says what went wrong.
-func launchError(err error, inst *instance, startTimeout time.Duration) error {
+// and name no cause, into one line that says what went wrong: of a
+// plugin that exited, its last words, and the grant that would allow what
+// the sandbox refused it.
+func (p *toolSource) launchError(err error, inst *instance) error {
+	startTimeout := p.startTimeout
 	text := err.Error()
 	first, _, _ := strings.Cut(text, "\n")
 	switch {
@@ -107,7 +110,7 @@ func launchError(err error, inst *instance, startTimeout time.Duration) error {
 	if !dead {
 		return errors.New("it closed its output without completing the handshake")
 	}
-	return errors.New(msg)
+	return errors.New(msg + p.sandboxHint(inst, inst.runner.StderrLines()))
 }
 
 // execError words the failure to execute a plugin's file, which the

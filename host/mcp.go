@@ -43,9 +43,22 @@ const MCPSourcePrefix = "mcp:"
 // in the sandbox of a third-party plugin, plus its Grant, with the
 // scrubbed environment of a plugin plus its Env.
 //
+// A server has StartupTimeout to start, by default
+// Options.PluginStartTimeout, or LauncherStartTimeout for a launcher that
+// may download what it runs (npx, uvx, ...); the first starts of
+// launchers run three at a time. What an npx cut short left in the npm
+// cache the host gives the server (a lock, packages half installed) is
+// removed, and a start it failed is made again, once.
+//
 // A server that cannot be started, or whose tools cannot be listed, is
-// skipped with a warning naming it and the reason; a tool whose name is
-// taken is refused with the registry's duplicate message. The rest load.
+// skipped with a warning naming it and the reason; a server over stdio
+// that failed to start is not started again for a while (StartFailure).
+// A tool whose name a tool of another source holds (a built-in's
+// read_file, say) is registered with the server's name as a prefix
+// (filesystem_read_file), unless the server has a Prefix, and
+// SourceReport.Renamed lists it; one line in the log says so for the
+// server. A tool whose name is taken even so is refused with the
+// registry's duplicate message. The rest load.
 func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) []SourceReport {
 	l := newLoad(len(servers))
 	procs, descs, errs, cached, launched := l.procs, l.descs, l.errs, l.cached, l.launched
@@ -53,15 +66,19 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 	for i := range servers {
 		srv := servers[i]
 		srv.Args = slices.Clone(srv.Args)
-		proc := newToolSource(mcpKind{&srv}, MCPSourcePrefix+srv.Name, r.logger, r.startTimeout, r.idleTimeout)
+		proc := newToolSource(mcpKind{&srv}, MCPSourcePrefix+srv.Name, r.logger, srv.startTimeout(r.startTimeout), r.idleTimeout)
 		proc.grant = MergeGrants(srv.Grant, srv.defaultGrant(r.sandbox.launchers))
 		proc.pluginEnv, proc.allowInsecure, proc.sandbox = r.pluginEnv, r.allowInsecure, r.sandbox
 		proc.perms = r.sandbox.granted(proc.path, sdk.Permissions{}, proc.grant)
+		proc.catalog = &r.catalog
 		procs[i] = proc
 		if errs[i] = validMCPName(srv.Name); errs[i] != nil {
 			continue
 		}
 		if errs[i] = srv.checkArgs(); errs[i] != nil {
+			continue
+		}
+		if errs[i] = srv.checkToolFilters(); errs[i] != nil {
 			continue
 		}
 		id, err := srv.identity()
@@ -77,18 +94,18 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 			proc.recheck.Store(true)
 			continue
 		}
+		if f := r.rememberedFailure(&srv, id, proc.startTimeout); f != nil {
+			// It failed to start a moment ago: not again yet.
+			errs[i] = f
+			continue
+		}
 		launched[i] = true
-		wg.Go(func() {
-			dctx, cancel := context.WithTimeout(ctx, r.startTimeout+2*time.Second)
-			defer cancel()
-			descs[i], errs[i] = proc.describeMCP(dctx)
-			if errs[i] == nil {
-				r.cache.storeID(id, descs[i])
-			}
-		})
+		first := fresh == nil
+		wg.Go(func() { descs[i], errs[i] = r.startAtLoad(ctx, proc, &srv, id, first) })
 	}
 	wg.Wait()
 
+	left := r.filterLoad(l)
 	reports := r.adoptAll(l, func(proc *toolSource) {
 		// From now on the server's word that its tools changed counts;
 		// before, its tools were being listed anyway.
@@ -98,6 +115,7 @@ func (r *ToolRegistry) LoadMCPServers(ctx context.Context, servers []MCPServer) 
 			proc.onToolsChanged()
 		}
 	})
+	r.recordLeftOut(l, reports, left)
 	if len(servers) > 0 {
 		r.changed()
 	}
@@ -148,6 +166,8 @@ func (s *MCPServer) expanded() (MCPServer, error) {
 	}
 	out.Env = expandMap("env", s.Env, expand)
 	out.Headers = expandMap("headers", s.Headers, expand)
+	out.OAuth.ClientID = expand("oauth.clientId", s.OAuth.ClientID)
+	out.OAuth.ClientSecret = expand("oauth.clientSecret", s.OAuth.ClientSecret)
 	return out, err
 }
 
@@ -288,19 +308,21 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 	opts := mcpsource.Options{Name: "agenthost", Version: buildinfo.Version(), Logger: p.logger, OnToolsChanged: p.onToolsChanged,
 		// A list that could never load is not read past what shows it.
 		MaxTools: MaxToolsPerPlugin, MaxListBytes: maxToolListBytes}
+	p.mcpOptions(&opts)
 	perms := p.permissions()
 	inst := &instance{perms: perms}
 	switch srv.transport() {
 	case "http", "sse":
-		t := mcpsource.HTTP(srv.URL, srv.Headers)
+		t := mcpsource.HTTPAuth(srv.URL, srv.Headers, srv.oauth())
 		if srv.transport() == "sse" {
-			t = mcpsource.SSE(srv.URL, srv.Headers)
+			t = mcpsource.SSEAuth(srv.URL, srv.Headers, srv.oauth())
 		}
 		inst.mcp, err = mcpsource.Connect(ctx, t, opts)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s: %w", textsafe.Name(srv.URL), handshakeError(ctx, err, p.startTimeout))
 		}
 		inst.link = mcpLink{}
+		p.mcpStarted(inst)
 		p.launched()
 		return inst, nil
 	case "stdio":
@@ -342,6 +364,10 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 		}
 		env = append(env, vars...)
 	}
+	env = append(env, server.browserEnv()...)
+	if err := server.makeOwnDirs(); err != nil {
+		return nil, err
+	}
 	for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
 		env = append(env, k+"="+srv.Env[k])
 	}
@@ -363,6 +389,7 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 	inst.runner = r
 	stderr := r.Stderr()
 	p.life.Go(func() { logStderr(p, stderr) })
+	opts.Roots = srv.mcpRoots(p.sandbox.roots, perms)
 	inst.mcp, err = mcpsource.Connect(ctx, mcpsource.Stdio(r.Stdout(), stdin), opts)
 	if err != nil {
 		stdin.Close()
@@ -371,6 +398,7 @@ func (p *toolSource) launchMCP(server *MCPServer) (*instance, error) {
 		return nil, err
 	}
 	inst.link = mcpLink{}
+	p.mcpStarted(inst)
 	p.launched()
 	return inst, nil
 }
@@ -400,14 +428,17 @@ func logStderr(p *toolSource, stderr io.Reader) {
 }
 
 // mcpStartError explains a handshake that failed: the process exited
-// (with its last words), did not answer in time, or answered wrong.
+// (with its last words, and the grant that would allow what the sandbox
+// refused it), did not answer in time, or answered wrong.
 func (p *toolSource) mcpStartError(ctx context.Context, inst *instance, err error) error {
 	select {
 	case <-inst.runner.Done():
 	case <-time.After(250 * time.Millisecond):
 	}
 	if msg, dead := inst.runner.StartupExit(); dead {
-		if inst.runner.Policy != nil {
+		if hint := p.sandboxHint(inst, inst.runner.StderrLines()); hint != "" {
+			msg += hint
+		} else if inst.runner.Policy != nil {
 			msg += "; if it needs more than the sandbox allows, see agenthost plugins, and grant it in its configuration"
 		}
 		return errors.New(msg)
@@ -418,7 +449,7 @@ func (p *toolSource) mcpStartError(ctx context.Context, inst *instance, err erro
 // handshakeError words a failed MCP handshake.
 func handshakeError(ctx context.Context, err error, timeout time.Duration) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("it did not complete the MCP handshake within %s", timeout)
+		return fmt.Errorf("it did not complete the MCP handshake within %s (\"startupTimeout\" in its mcpServers entry, in seconds, gives it longer)", timeout)
 	}
 	return fmt.Errorf("the MCP handshake failed: %w", err)
 }
@@ -441,7 +472,7 @@ func (p *toolSource) describeMCP(ctx context.Context) (*description, error) {
 // source's description.
 func mcpDescription(s *mcpsource.Session, tools []mcpsource.Tool) *description {
 	name, version, _ := s.Server()
-	desc := &description{PluginName: name, PluginVersion: version}
+	desc := &description{PluginName: name, PluginVersion: version, MCP: featuresOf(s.Features())}
 	for _, t := range tools {
 		text := t.Description
 		if text == "" {
@@ -462,28 +493,29 @@ func mcpDescription(s *mcpsource.Session, tools []mcpsource.Tool) *description {
 	return desc
 }
 
-// callMCP runs one of the server's tools: its text and its structured
+// callMCP runs one of the server's tools: its text, its structured
 // content, which the registry checks against the tool's output schema
-// (ToolRegistry.ExecuteResult). An error result is the call's error, in
-// the server's words.
-func (p *toolSource) callMCP(ctx context.Context, tool string, args []byte) (string, []byte, error) {
+// (ToolRegistry.ExecuteResult), and its content parts (mcpContent). An
+// error result is the call's error, in the server's words. The call's
+// MCPPeer, if any, is in front of it.
+func (p *toolSource) callMCP(ctx context.Context, tool string, args []byte) (string, []byte, []Content, error) {
 	inst, err := p.instance(ctx)
 	if err != nil {
-		return "", nil, p.startFailure(ctx, err)
+		return "", nil, nil, p.startFailure(ctx, err)
 	}
 	defer p.release(inst)
-	res, err := inst.mcp.CallResult(ctx, tool, args)
+	res, err := inst.mcp.CallFor(ctx, tool, args, peerOf(ctx))
 	if err != nil {
-		return "", nil, p.mcpCallError(ctx, inst, err)
+		return "", nil, nil, p.mcpCallError(ctx, inst, err)
 	}
 	if res.IsError {
 		text := res.Text
 		if strings.TrimSpace(text) == "" {
 			text = "the tool reported an error without a message"
 		}
-		return "", nil, errors.New(text)
+		return "", nil, nil, errors.New(text + p.sandboxHint(inst, textLines(text)))
 	}
-	return res.Text, res.Structured, nil
+	return res.Text, res.Structured, p.mcpContent(tool, res.Content), nil
 }
 
 // mcpCallError explains a failed request. The server's own error answer
@@ -502,6 +534,11 @@ func (p *toolSource) mcpCallError(ctx context.Context, inst *instance, err error
 	if p.life.Closed() {
 		// The host stopped the server under the request: no crash.
 		return errShuttingDown
+	}
+	if authErr, ok := mcpAuthError(err); ok {
+		// The server refused the call for want of authorization: it is
+		// still there, and the error says what to do.
+		return authErr
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) && !inst.Dead() {
@@ -547,16 +584,17 @@ func (r *ToolRegistry) refreshMCP(proc *toolSource) {
 		return
 	}
 	r.cache.storeID(proc.cacheID, desc)
-	r.replaceTools(proc, desc)
+	r.replaceTools(proc, r.allowedMCP(proc, desc))
 }
 
 // replaceTools brings the registry's tools of proc in line with desc: a
 // tool no longer listed is unregistered, a new one registered (enabled
-// unless opt-in, or as Enable or Disable last left a tool of its name), a
+// unless opt-in, or as the last Enable or Disable that names it left it), a
 // changed one replaced keeping whether it is enabled and its timeout. A
-// new name that is taken is refused as at load.
+// new name that is taken is renamed, or refused, as at load.
 func (r *ToolRegistry) replaceTools(proc *toolSource, desc *description) {
 	want := map[string]*entry{}
+	remote := map[string]string{} // each tool's name at the server
 	var order, refused []string
 	for _, spec := range desc.Tools {
 		t, err := r.sourceTool(proc, spec)
@@ -573,6 +611,7 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *description) {
 			order = append(order, t.Name())
 		}
 		want[t.Name()] = e
+		remote[t.Name()] = spec.Name
 	}
 	changed := false
 	r.mu.Lock()
@@ -588,9 +627,7 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *description) {
 		e := want[name]
 		old, exists := r.entries[name]
 		if !exists {
-			if enabled, ok := r.chosen[name]; ok {
-				e.enabled = enabled
-			}
+			r.applyChoicesLocked(e, name)
 			r.entries[name] = e
 			r.order = append(r.order, name)
 			tools = append(tools, name)
@@ -612,9 +649,15 @@ func (r *ToolRegistry) replaceTools(proc *toolSource, desc *description) {
 		r.entries[name] = e
 		changed = true
 	}
+	var renamedTools []string
+	for _, name := range tools {
+		if name != proc.kind.toolName(remote[name]) {
+			renamedTools = append(renamedTools, renamed(remote[name], name))
+		}
+	}
 	for i := range r.reports {
 		if r.reports[i].Path == proc.path && r.reports[i].Err == nil {
-			r.reports[i].Tools, r.reports[i].Refused = tools, refused
+			r.reports[i].Tools, r.reports[i].Refused, r.reports[i].Renamed = tools, refused, renamedTools
 		}
 	}
 	r.mu.Unlock()

@@ -369,22 +369,36 @@ func TestMCPNoServerOutlivesAKilledHost(t *testing.T) {
 
 func TestMCPPrefixAndDuplicates(t *testing.T) {
 	t.Parallel()
+	// b's tools have a's names: they are registered as b_NAME. c sets
+	// its prefix; d sets c's too, and its tools are refused: an explicit
+	// prefix wins over the automatic one.
 	b := hostileMCP(t, "b")
 	c := hostileMCP(t, "c")
 	c.Prefix = "c"
-	reg := loadMCP(t, nil, hostileMCP(t, "a"), b, c)
+	d := hostileMCP(t, "d.x")
+	d.Prefix = "c"
+	e := hostileMCP(t, "my server")
+	reg := loadMCP(t, nil, hostileMCP(t, "a"), b, c, d, e)
 	rep := report(t, reg, "b")
-	if rep.Err == nil || len(rep.Refused) == 0 {
+	if rep.Err != nil || len(rep.Refused) > 0 || !slices.Contains(rep.Tools, "b_echo") || !slices.Contains(rep.Renamed, "echo as b_echo") {
 		t.Fatalf("the second server with the same tools: %+v", rep)
 	}
-	if want := `tool already exists: echo is served by mcp:a; mcp:b may not take it (a "prefix" in its mcpServers entry registers its tools as PREFIX_echo)`; !slices.Contains(rep.Refused, want) {
-		t.Errorf("refused = %q", rep.Refused)
+	if got := call(t, reg, "b_echo", `{"text":"renamed"}`); got != "renamed" {
+		t.Errorf("b_echo = %q", got)
 	}
 	if got := call(t, reg, "c_echo", `{"text":"prefixed"}`); got != "prefixed" {
 		t.Errorf("c_echo = %q", got)
 	}
 	if got := call(t, reg, "echo", `{"text":"first"}`); got != "first" {
 		t.Errorf("echo = %q", got)
+	}
+	rep = report(t, reg, "d.x")
+	if want := `tool already exists: c_echo is served by mcp:c; mcp:d.x may not take it (its "prefix" c makes names that are taken: another one registers its tools under others)`; !slices.Contains(rep.Refused, want) || len(rep.Renamed) > 0 {
+		t.Errorf("refused = %q, renamed %q", rep.Refused, rep.Renamed)
+	}
+	// A name a tool name may not hold is made one.
+	if got := call(t, reg, "my_server_echo", `{"text":"sanitized"}`); got != "sanitized" {
+		t.Errorf("my_server_echo = %q", got)
 	}
 }
 
@@ -517,7 +531,7 @@ func TestMCPServersThatCannotStart(t *testing.T) {
 	cases := map[string]string{
 		"missing": "the command agenthost-no-such-command is not found in PATH",
 		"exits":   "it exited during start-up (exit status 4): fatal: no config; if it needs more than the sandbox allows, see agenthost plugins, and grant it in its configuration",
-		"silent":  "it did not complete the MCP handshake within 2s",
+		"silent":  `it did not complete the MCP handshake within 2s ("startupTimeout" in its mcpServers entry, in seconds, gives it longer)`,
 	}
 	for name, want := range cases {
 		if rep := report(t, reg, name); rep.Err == nil || rep.Err.Error() != want {

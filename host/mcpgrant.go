@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agenthost/agenthost/host/internal/proc"
 	"github.com/agenthost/agenthost/internal/textsafe"
+	"github.com/agenthost/agenthost/sdk"
 )
 
 // launchers are the commands that fetch a package and run it, and the
@@ -56,14 +58,28 @@ func cacheBase(cacheDir string) string {
 // get to write there, and plant what they would run. Each server has a
 // cache of its own, so that one server cannot plant what another runs
 // either, with other grants.
+//
+// A launcher, and a server that runs a browser (knownServers), also gets a
+// temporary directory of its own there (TMPDIR), writable whatever the
+// development profile says; a browser server whose browsers are not in
+// the user's cache gets a directory there to install them in.
 func (s *MCPServer) launcherDir(root string) (string, []string) {
 	x, err := s.expanded()
 	if err != nil || root == "" || x.transport() != "stdio" {
 		return "", nil
 	}
-	vars, ok := launchers[filepath.Base(x.Command)]
-	if !ok {
+	vars, launcher := launchers[filepath.Base(x.Command)]
+	known := x.knownServer()
+	if !launcher && known == nil {
 		return "", nil
+	}
+	vars = append(slices.Clone(vars), "TMPDIR")
+	if known != nil {
+		for _, b := range known.browsers {
+			if b.userDir() == "" {
+				vars = append(vars, b.env)
+			}
+		}
 	}
 	dir := filepath.Join(root, s.Name)
 	var env []string
@@ -76,18 +92,162 @@ func (s *MCPServer) launcherDir(root string) (string, []string) {
 	return dir, env
 }
 
+// knownServer is what a server that runs a browser needs of the user's
+// caches, besides what a launcher gets.
+type knownServer struct {
+	// packages are its npm packages, as a launcher's arguments name
+	// them (with or without @VERSION), and bins the commands they
+	// install.
+	packages, bins []string
+	// browsers are the caches where the browsers it runs are installed.
+	browsers []browserCache
+	// own are directories of the home directory that are the server's
+	// own (its browser profile), made and granted read-write.
+	own []string
+}
+
+// browserCache is where a browser automation library installs browsers:
+// the variable that names the directory, and the directory otherwise.
+type browserCache struct {
+	env string
+	// dir is the directory when env is not set, from the home
+	// directory and $XDG_CACHE_HOME.
+	dir func(home, cache string) string
+}
+
+// userDir is the user's directory of browsers, as the host's environment
+// places it, when it exists; "" otherwise.
+func (b browserCache) userDir() string {
+	dir := os.Getenv(b.env)
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil || !filepath.IsAbs(home) {
+			return ""
+		}
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if !filepath.IsAbs(cache) {
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = b.dir(home, cache)
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() || !filepath.IsAbs(dir) {
+		return ""
+	}
+	return filepath.Clean(dir)
+}
+
+var (
+	// playwrightBrowsers: Playwright's browsers, on Linux.
+	playwrightBrowsers = browserCache{"PLAYWRIGHT_BROWSERS_PATH", func(_, cache string) string { return filepath.Join(cache, "ms-playwright") }}
+	// puppeteerBrowsers: Puppeteer's, in the home directory whatever
+	// XDG_CACHE_HOME says.
+	puppeteerBrowsers = browserCache{"PUPPETEER_CACHE_DIR", func(home, _ string) string { return filepath.Join(home, ".cache", "puppeteer") }}
+)
+
+// knownServers are the MCP servers that run a browser. Each gets network
+// access and other programs (the browser), a temporary directory of its
+// own, read access to the browsers installed in the user's cache (the
+// variable that names them set, so that they are found whatever
+// XDG_CACHE_HOME the process has) or else a directory of its own to
+// install them in, and read-write access to its own profile directory.
+// The user's browsers stay read-only: what runs from there outside the
+// sandbox, the sandbox may not change.
+var knownServers = []knownServer{
+	{packages: []string{"@playwright/mcp"}, bins: []string{"mcp-server-playwright", "playwright-mcp"}, browsers: []browserCache{playwrightBrowsers}},
+	{packages: []string{"chrome-devtools-mcp"}, bins: []string{"chrome-devtools-mcp"}, browsers: []browserCache{puppeteerBrowsers}, own: []string{".cache/chrome-devtools-mcp"}},
+	{packages: []string{"@modelcontextprotocol/server-puppeteer", "puppeteer-mcp-server"}, bins: []string{"mcp-server-puppeteer"}, browsers: []browserCache{puppeteerBrowsers}},
+}
+
+// knownServer is the entry of knownServers the (expanded) server is: its
+// command is one of the entry's bins, or an argument names one of its
+// packages (npx -y @playwright/mcp@latest) or a script in it
+// (node .../node_modules/@playwright/mcp/cli.js); nil when it is none.
+func (s *MCPServer) knownServer() *knownServer {
+	for i := range knownServers {
+		k := &knownServers[i]
+		if slices.Contains(k.bins, filepath.Base(s.Command)) {
+			return k
+		}
+		for _, a := range s.Args {
+			for _, pkg := range k.packages {
+				if a == pkg || strings.HasPrefix(a, pkg+"@") || strings.Contains(filepath.ToSlash(a), "/node_modules/"+pkg+"/") {
+					return k
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// browserEnv is what a known server's environment says of its browsers:
+// the variable of each cache set to the user's directory, when there is
+// one and the configuration sets no other (launcherDir points it into
+// the server's own directory otherwise).
+func (s *MCPServer) browserEnv() []string {
+	x, err := s.expanded()
+	if err != nil || x.transport() != "stdio" {
+		return nil
+	}
+	k := x.knownServer()
+	if k == nil {
+		return nil
+	}
+	var env []string
+	for _, b := range k.browsers {
+		if _, set := x.Env[b.env]; set {
+			continue
+		}
+		if dir := b.userDir(); dir != "" {
+			env = append(env, b.env+"="+dir)
+		}
+	}
+	return env
+}
+
+// makeOwnDirs makes the directories of the home directory that a known
+// server has for its own (its browser profile), mode 0700: a sandbox
+// grants only what exists, and the server may not make them itself.
+func (s *MCPServer) makeOwnDirs() error {
+	x, err := s.expanded()
+	if err != nil {
+		return err
+	}
+	k := x.knownServer()
+	if k == nil || len(k.own) == 0 {
+		return nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) {
+		return nil
+	}
+	for _, rel := range k.own {
+		if err := os.MkdirAll(filepath.Join(home, rel), 0o700); err != nil {
+			return fmt.Errorf("making its profile directory: %w", err)
+		}
+	}
+	return nil
+}
+
 // defaultGrant is what a server over stdio gets besides a third-party
 // plugin's defaults, from what its configuration names, so that a block
 // pasted from another client runs as it did there, confined to it:
-//   - every path its arguments and cwd name, read-only: a directory it is
-//     to serve; a script and its package (a script in node_modules gets
-//     the whole node_modules tree, where its imports are), or, where
-//     that directory is or holds the home or the temporary directory,
-//     the file alone;
+//   - every directory its arguments name, read-write: a directory it is
+//     to serve (servedDirs); read-only where the directory is or holds
+//     the home or the temporary directory, or is the system's;
+//   - a script its arguments name and its package, read-only (a script
+//     in node_modules gets the whole node_modules tree, where its imports
+//     are), or, where that directory is or holds the home or the
+//     temporary directory, the file alone; its cwd, read-only;
 //   - a launcher (npx, pnpx, bunx, uvx, uv, pipx) gets what fetching and
 //     running a package takes: network access, running programs, and a
-//     directory of its own for what it fetches (launcherDir, under
-//     root).
+//     directory of its own for what it fetches and its temporary files
+//     (launcherDir, under root);
+//   - a server that runs a browser (knownServers) gets the same, read
+//     access to the browsers in the user's cache, and read-write access
+//     to its own profile directory;
+//   - the files the certificate variables of the host's environment name
+//     (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, ...: proc.CertVars), which
+//     the server gets, read-only, when they are not the system's.
 //
 // Anything else is the user's to grant (MCPServer.Grant).
 func (s *MCPServer) defaultGrant(root string) Grant {
@@ -99,9 +259,29 @@ func (s *MCPServer) defaultGrant(root string) Grant {
 	if err != nil {
 		return g
 	}
-	if _, ok := launchers[filepath.Base(x.Command)]; ok {
+	_, launcher := launchers[filepath.Base(x.Command)]
+	known := x.knownServer()
+	if launcher || known != nil {
 		g.Network, g.Exec = true, true
 		if dir, _ := s.launcherDir(root); dir != "" {
+			g.Write = append(g.Write, dir)
+		}
+	}
+	if known != nil {
+		for _, b := range known.browsers {
+			if dir := b.userDir(); dir != "" {
+				g.Read = append(g.Read, dir)
+			}
+		}
+		for _, rel := range known.own {
+			g.Write = append(g.Write, "~/"+rel)
+		}
+	}
+	served := x.servedDirs()
+	for _, dir := range served {
+		if holdsHomeOrTemp(dir) || systemPath(dir) {
+			g.Read = append(g.Read, dir)
+		} else {
 			g.Write = append(g.Write, dir)
 		}
 	}
@@ -109,14 +289,10 @@ func (s *MCPServer) defaultGrant(root string) Grant {
 	if x.Dir != "" {
 		paths = append(paths, x.Dir)
 	}
-	for _, p := range paths {
-		if !strings.Contains(p, "/") && p != "." {
-			continue // a word, not a path
+	for _, p := range x.paths(paths) {
+		if slices.Contains(served, p) {
+			continue
 		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(x.Dir, p)
-		}
-		p = absPath(p)
 		info, err := os.Stat(p)
 		if err != nil {
 			continue
@@ -128,7 +304,60 @@ func (s *MCPServer) defaultGrant(root string) Grant {
 		}
 		g.Read = append(g.Read, p)
 	}
+	for _, v := range proc.CertVars {
+		p := os.Getenv(v)
+		if !filepath.IsAbs(p) || systemPath(p) {
+			continue // the system's are every server's to read
+		}
+		if _, err := os.Stat(p); err == nil && !slices.Contains(g.Read, filepath.Clean(p)) {
+			g.Read = append(g.Read, filepath.Clean(p))
+		}
+	}
 	return g
+}
+
+// paths are the words of list that are paths (they hold a slash, or are
+// "."), made absolute against the server's cwd, in order.
+func (s *MCPServer) paths(list []string) []string {
+	var out []string
+	for _, p := range list {
+		if !strings.Contains(p, "/") && p != "." {
+			continue // a word, not a path
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Dir, p)
+		}
+		out = append(out, absPath(p))
+	}
+	return out
+}
+
+// servedDirs are the directories the (expanded) server's arguments name:
+// those it is to serve, which it may write (defaultGrant) and which it is
+// offered as roots beside the workspace roots (mcpRoots).
+func (s *MCPServer) servedDirs() []string {
+	var dirs []string
+	for _, p := range s.paths(s.Args) {
+		if info, err := os.Stat(p); err == nil && info.IsDir() && !slices.Contains(dirs, p) {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs
+}
+
+// systemPath reports whether path is the system's: its programs, /etc,
+// or the kernel's files, which no server is to write whatever its
+// arguments name.
+func systemPath(path string) bool {
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		path = resolved
+	}
+	for _, d := range append([]string{"/etc", "/proc", "/sys", "/dev", "/boot"}, systemDirs...) {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // packageDir is where a script's imports are: the outermost node_modules
@@ -201,4 +430,26 @@ func varRefs(s string) []string {
 		names = append(names, strings.TrimPrefix(name, "env:"))
 		s = s[i+end+1:]
 	}
+}
+
+// mcpRoots are the roots offered to a server over stdio (MCP's roots):
+// the workspace roots, unless perms give it none of them, and the
+// directories its arguments name (servedDirs) that lie in none of them.
+// They are the directories the server is to work in, so that a server
+// that takes its directories from its client (the reference filesystem
+// server started without one) works in the workspace, and one that
+// replaces the directories its arguments name with its client's roots
+// keeps them. Never nil: the roots capability is declared even when
+// there are none to offer.
+func (s *MCPServer) mcpRoots(workspace []string, perms sdk.Permissions) []string {
+	roots := []string{}
+	if perms.Roots != sdk.RootsNone {
+		roots = append(roots, workspace...)
+	}
+	for _, dir := range s.servedDirs() {
+		if !slices.ContainsFunc(roots, func(r string) bool { return within(dir, r) }) {
+			roots = append(roots, dir)
+		}
+	}
+	return roots
 }

@@ -101,7 +101,7 @@ func (p *toolSource) launchPlugin() (*instance, error) {
 	inst.link = l
 	rpc, err := l.client.Client()
 	if err != nil {
-		err = launchError(err, inst, p.startTimeout)
+		err = p.launchError(err, inst)
 		inst.Stop(true)
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (p *toolSource) execute(ctx context.Context, tool string, args []byte, want
 		return "", nil, p.callError(ctx, inst, err)
 	}
 	if msg := resp.GetError(); msg != "" {
-		return "", nil, errors.New(msg)
+		return "", nil, errors.New(msg + p.sandboxHint(inst, textLines(msg)))
 	}
 	return resp.GetResult(), resp.GetStructuredResult(), nil
 }

@@ -49,7 +49,9 @@ type Options struct {
 	Timeout time.Duration
 
 	// PluginStartTimeout bounds a plugin's launch and handshake. Zero
-	// means 10 seconds.
+	// means 10 seconds. An MCP server's StartupTimeout wins over it, and a
+	// launcher that may download what it runs gets LauncherStartTimeout
+	// when this is shorter.
 	PluginStartTimeout time.Duration
 
 	// Roots are the workspace roots: the directories that tools touching
@@ -65,7 +67,8 @@ type Options struct {
 	CacheDir string
 
 	// Eager starts every plugin at load, in parallel, instead of on the
-	// first call of one of its tools.
+	// first call of one of its tools; and an MCP server whose failure to
+	// start is remembered (StartFailure), at once.
 	Eager bool
 
 	// IdleTimeout stops a plugin that has had no call for that long; its
@@ -112,6 +115,15 @@ type Options struct {
 	// registers after the plugins' (see LoadMCPServers).
 	MCPServers []MCPServer
 
+	// DeferTokens is the size, in tokens (a schema's bytes over 4), past
+	// which the enabled tools of the MCP servers whose Defer is DeferAuto
+	// are deferred: EnabledSchemas offers the search tool find_tools in
+	// their place, and a tool it finds is offered from then on. They are
+	// deferred too while the enabled tools are more than 128, the most a
+	// request to OpenAI may carry. Zero means DefaultDeferTokens; negative,
+	// only the tools of servers whose Defer is DeferAlways are deferred.
+	DeferTokens int
+
 	// Interceptors are the steps every call passes through before its
 	// tool runs, the first outermost (see Interceptor): a policy that
 	// asks or denies, a record of the calls, tracing. Nothing that runs a
@@ -153,10 +165,27 @@ type ToolRegistry struct {
 	plugins      []*toolSource
 	reports      []SourceReport
 	isClosed     bool
-	// chosen are the tools Enable and Disable were called for, by name,
-	// and how: a source's tool that goes and comes back (an MCP server's
-	// tools/list_changed) comes back as the user left it.
-	chosen map[string]bool
+	// chosen are the Enable and Disable calls made, in order, by what
+	// they named (a tool, a glob, an MCP server): a source's tool that
+	// comes later, or goes and comes back (an MCP server's
+	// tools/list_changed), comes as the user left the tools so named.
+	chosen []choice
+	// deferTokens is Options.DeferTokens (-1: never); loaded are the
+	// deferred tools offered since (found, or enabled by name); finder is
+	// the search tool's entry (deferral.go), registered while tools are
+	// held back; finderWarned: the warning that its name is taken was
+	// logged.
+	deferTokens  int
+	loaded       map[string]bool
+	finder       *entry
+	finderWarned bool
+
+	// catalog: the MCP servers' prompts and resources (mcpfeatures.go).
+	catalog mcpCatalog
+
+	// launcherStarts lets a few first starts of launchers run at once
+	// (mcpstart.go).
+	launcherStarts startGate
 
 	// listeners are called after the tools change (OnChange).
 	listenMu   sync.Mutex
@@ -215,6 +244,13 @@ func NewToolRegistry(opts *Options) *ToolRegistry {
 
 		allowInsecure: opts.AllowInsecurePlugins,
 		interceptors:  slices.Clone(opts.Interceptors),
+		deferTokens:   opts.DeferTokens,
+	}
+	switch {
+	case r.deferTokens == 0:
+		r.deferTokens = DefaultDeferTokens
+	case r.deferTokens < 0:
+		r.deferTokens = -1
 	}
 	r.rootsValue = r.roots
 	r.stateValue = sdk.StateFunc(r.state)
@@ -367,6 +403,9 @@ func (r *ToolRegistry) add(e *entry) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: %s (register it under a different name, such as %s_v2)", ErrToolExists, name, name)
 	}
+	if e.source != nil {
+		r.applyChoicesLocked(e, name)
+	}
 	r.entries[name] = e
 	r.order = append(r.order, name)
 	r.mu.Unlock()
@@ -410,8 +449,12 @@ func (r *ToolRegistry) OnChange(f func()) (stop func()) {
 	}
 }
 
-// changed calls the OnChange functions.
+// changed registers or unregisters the search tool as the deferred tools
+// need it, and calls the OnChange functions.
 func (r *ToolRegistry) changed() {
+	r.mu.Lock()
+	r.reconcileLocked()
+	r.mu.Unlock()
 	r.listenMu.Lock()
 	fs := make([]func(), 0, len(r.listeners))
 	for _, f := range r.listeners {
@@ -423,40 +466,27 @@ func (r *ToolRegistry) changed() {
 	}
 }
 
-// Enable makes a registered tool available to the model. Enabling a tool
-// served by a plugin that was disabled after repeated crashes also
-// re-enables the plugin (see ResetPlugin).
-func (r *ToolRegistry) Enable(name string) error {
-	if err := r.setEnabled(name, true); err != nil {
-		return err
-	}
-	r.mu.RLock()
-	e := r.entries[name]
-	r.mu.RUnlock()
-	if e != nil && e.source != nil {
-		e.source.reset()
-	}
-	return nil
-}
+// Enable makes registered tools available to the model: the tool of that
+// name, or every tool a pattern selects, as the permission rules write
+// them: a glob over names (github_*), every tool of an MCP server
+// (mcp:github), or those of its tools a glob matches (mcp:github/list_*,
+// by the name a tool is registered under or the one its server gives
+// it). A tool so enabled is offered even when its server's tools are
+// deferred (see Options.DeferTokens). Enabling a tool served by a plugin
+// that was disabled after repeated crashes also re-enables the plugin
+// (see ResetPlugin).
+//
+// The registry remembers the choice: a tool of a source that it selects
+// and that comes later (an MCP server's tools/list_changed) comes
+// enabled. A name or pattern that selects no tool is ErrToolNotFound,
+// unless it names an MCP server that failed to load.
+func (r *ToolRegistry) Enable(name string) error { return r.choose(name, true) }
 
-// Disable keeps a tool registered but hides it from the model and refuses
-// to run it.
-func (r *ToolRegistry) Disable(name string) error { return r.setEnabled(name, false) }
-
-func (r *ToolRegistry) setEnabled(name string, enabled bool) error {
-	was := enabled
-	err := r.update(name, func(e *entry) {
-		was, e.enabled = e.enabled, enabled
-		if r.chosen == nil {
-			r.chosen = map[string]bool{}
-		}
-		r.chosen[name] = enabled
-	})
-	if err == nil && was != enabled {
-		r.changed()
-	}
-	return err
-}
+// Disable keeps tools registered but hides them from the model and
+// refuses to run them: the tool of that name, or every tool a pattern
+// selects (see Enable). The registry remembers the choice: a tool of a
+// source that it selects and that comes later comes disabled.
+func (r *ToolRegistry) Disable(name string) error { return r.choose(name, false) }
 
 // update changes the entry of a registered tool.
 func (r *ToolRegistry) update(name string, change func(*entry)) error {
@@ -483,17 +513,13 @@ func (r *ToolRegistry) SetTimeout(name string, d time.Duration) error {
 }
 
 // EnabledSchemas returns the schemas of the enabled tools, in registration
-// order: what a model request carries.
+// order: what a model request carries. While tools are deferred (see
+// Options.DeferTokens) it leaves them out and offers find_tools, whose
+// description lists them, in their place.
 func (r *ToolRegistry) EnabledSchemas() []ChatTool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	schemas := make([]ChatTool, 0, len(r.order))
-	for _, name := range r.order {
-		if e := r.entries[name]; e.enabled {
-			schemas = append(schemas, e.schema)
-		}
-	}
-	return schemas
+	return r.offeredLocked()
 }
 
 // ToolNames returns the names of all registered tools, enabled or not, in
@@ -509,6 +535,7 @@ func (r *ToolRegistry) Tools() []ToolInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	infos := make([]ToolInfo, 0, len(r.order))
+	d := r.deferStateLocked()
 	for _, name := range r.order {
 		e := r.entries[name]
 		infos = append(infos, ToolInfo{
@@ -517,6 +544,7 @@ func (r *ToolRegistry) Tools() []ToolInfo {
 			OutputSchema: e.output,
 			Description:  e.schema.Function.Description,
 			Enabled:      e.enabled,
+			Deferred:     r.holdsLocked(d, e, name),
 			Annotations:  e.ann,
 			Plugin:       e.plugin,
 		})
@@ -627,14 +655,14 @@ func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMe
 			return fail(err)
 		}
 		if !wantStructured || e.output == nil {
-			return Result{Text: o.result}
+			return Result{Text: o.result, Content: o.content}
 		}
 		if err := e.checkStructured(o.structured); err != nil {
 			r.logger.Warn("failing a call whose structured result breaks the tool's output schema",
 				"tool", name, "plugin", e.plugin, "error", err)
 			return fail(err)
 		}
-		return Result{Text: o.result, Structured: o.structured}
+		return Result{Text: o.result, Structured: o.structured, Content: o.content}
 	})
 }
 
@@ -647,28 +675,49 @@ func (r *ToolRegistry) execute(ctx context.Context, name string, args json.RawMe
 // The structured result of a tool that is not a typed sdk tool is asked
 // for only when the caller wants it (ExecuteResult), so that a plugin
 // makes and sends none for Execute, which would drop it.
-func prepare(e *entry, args json.RawMessage, wantStructured bool) (call toolcall.Func, err error) {
+func prepare(e *entry, args json.RawMessage, wantStructured bool) (call callFunc, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			call, err = nil, fmt.Errorf("panic: %v", p)
 		}
 	}()
 	if p, ok := e.tool.(toolcall.Preparer); ok {
-		return p.PrepareCall(args)
+		f, err := p.PrepareCall(args)
+		if err != nil {
+			return nil, err
+		}
+		return textCall(f), nil
 	}
 	if !e.checked {
 		if err := argcheck.Check(e.params, args); err != nil {
 			return nil, err
 		}
 	}
+	if st, ok := e.tool.(*sourceTool); ok {
+		// A source's tool may answer with content parts as well.
+		structured := wantStructured && e.output != nil
+		return func(ctx context.Context) outcome { return st.executeContent(ctx, args, structured) }, nil
+	}
 	if st, ok := e.tool.(sdk.StructuredTool); ok && wantStructured && e.output != nil {
-		return func(ctx context.Context) (string, json.RawMessage, error) { return st.ExecuteStructured(ctx, args) }, nil
+		return textCall(func(ctx context.Context) (string, json.RawMessage, error) { return st.ExecuteStructured(ctx, args) }), nil
 	}
 	tool := e.tool
-	return func(ctx context.Context) (string, json.RawMessage, error) {
+	return func(ctx context.Context) outcome {
 		text, err := tool.Execute(ctx, args)
-		return text, nil, err
+		return outcome{result: text, err: err}
 	}, nil
+}
+
+// callFunc runs a prepared call.
+type callFunc func(ctx context.Context) outcome
+
+// textCall is a call of a tool that answers with a text and a structured
+// result.
+func textCall(f func(context.Context) (string, json.RawMessage, error)) callFunc {
+	return func(ctx context.Context) outcome {
+		text, structured, err := f(ctx)
+		return outcome{result: text, structured: structured, err: err}
+	}
 }
 
 // failure is the text of a failed call. The message is cut to
@@ -689,6 +738,7 @@ func IsError(result string) bool {
 type outcome struct {
 	result     string
 	structured json.RawMessage
+	content    []Content
 	err        error
 }
 
@@ -697,7 +747,7 @@ type outcome struct {
 // plugin call, over gRPC). Any other runs on a goroutine of its own, so
 // that a tool ignoring its context is abandoned at the deadline: the
 // caller gets the timeout, and the tool's goroutine finishes on its own.
-func (r *ToolRegistry) run(ctx context.Context, call toolcall.Func, inline bool, timeout time.Duration) (outcome, error) {
+func (r *ToolRegistry) run(ctx context.Context, call callFunc, inline bool, timeout time.Duration) (outcome, error) {
 	// When the caller's deadline comes first, it is the one to report.
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
@@ -771,14 +821,13 @@ func (c *callContext) Value(key any) any {
 }
 
 // protect runs call, turning a panic into its error.
-func protect(ctx context.Context, call toolcall.Func) (o outcome) {
+func protect(ctx context.Context, call callFunc) (o outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			o = outcome{err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	o.result, o.structured, o.err = call(ctx)
-	return o
+	return call(ctx)
 }
 
 // state answers sdk.HostState for the tools this registry runs.

@@ -1,7 +1,9 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,10 +28,10 @@ import (
 // the first one asked for, if kept, is where relative paths resolve.
 //
 // When nothing is left (roots is empty, or every root is dropped), a
-// call of a tool that touches the roots fails with "Error executing NAME:
-// the client's roots (…) lie outside the workspace roots (…)"; a tool
-// whose plugin declares it touches no roots (sdk.RootsNone) runs, with
-// no roots.
+// call of a tool that touches the roots (TouchesRoots) fails with "Error
+// executing NAME: the client's roots (…) lie outside the workspace roots
+// (…)"; any other tool (one whose plugin declares sdk.RootsNone, most MCP
+// servers' tools) runs, with no roots.
 func WithRoots(ctx context.Context, roots []string) context.Context {
 	return context.WithValue(ctx, clientRootsKey{}, &clientRoots{asked: slices.Clone(roots)})
 }
@@ -160,7 +162,7 @@ func (r *ToolRegistry) checkRoots(ctx context.Context, e *entry) error {
 	if !ok {
 		return nil
 	}
-	if kept, _ := c.narrowed(r).([]string); len(kept) > 0 || !touchesRoots(e) {
+	if kept, _ := c.narrowed(r).([]string); len(kept) > 0 || !r.touchesRoots(e) {
 		return nil
 	}
 	if len(c.asked) == 0 {
@@ -169,13 +171,126 @@ func (r *ToolRegistry) checkRoots(ctx context.Context, e *entry) error {
 	return fmt.Errorf("the client's roots (%s) lie outside the workspace roots (%s): add a root inside them to the client", strings.Join(c.asked, ", "), strings.Join(r.roots, ", "))
 }
 
-// touchesRoots reports whether a tool may touch the workspace roots: any
-// tool but one whose plugin declares it touches none (sdk.RootsNone).
-func touchesRoots(e *entry) bool {
+// A RootAccessor is an in-process tool (Register) that says what it does
+// in the workspace roots, as a plugin says it of its tools
+// (sdk.Permissions.Roots). One that says sdk.RootsNone runs when a
+// caller's roots (WithRoots) leave none of the workspace roots; an
+// in-process tool that says anything else, or does not implement
+// RootAccessor, is refused then.
+type RootAccessor interface {
+	RootAccess() sdk.RootAccess
+}
+
+// TouchesRoots reports whether the named tool may touch the workspace
+// roots, and so is refused when a caller's roots (WithRoots) leave none
+// of them:
+//   - a plugin's tool, unless its plugin declares sdk.RootsNone;
+//   - an in-process tool, unless it says sdk.RootsNone (RootAccessor);
+//   - an MCP server's tool when the server runs here (over stdio), which
+//     gives it the workspace roots, and either the tool takes a path (an
+//     argument named path, paths, file, dir, folder, root, source,
+//     destination, cwd and the like) or the server's configuration
+//     points it into the workspace: an existing path that its arguments
+//     or its cwd name, or that it is granted (its grant, the user's
+//     grants to mcp:NAME), lies in a workspace root or holds one. A
+//     server's launcher cache does not count. A remote server's (url)
+//     tools reach no file here.
+//
+// An unknown tool touches nothing: its call is refused as unknown.
+func (r *ToolRegistry) TouchesRoots(name string) bool {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	return ok && r.touchesRoots(e)
+}
+
+// touchesRoots is TouchesRoots of a registered tool.
+func (r *ToolRegistry) touchesRoots(e *entry) bool {
 	if e.source == nil {
-		return true
+		a, ok := e.tool.(RootAccessor)
+		return !ok || a.RootAccess() != sdk.RootsNone
 	}
 	e.source.mu.Lock()
-	defer e.source.mu.Unlock()
-	return e.source.perms.Roots != sdk.RootsNone
+	perms := e.source.perms
+	e.source.mu.Unlock()
+	if perms.Roots == sdk.RootsNone {
+		return false
+	}
+	if k, ok := e.source.kind.(mcpKind); ok {
+		if k.server.transport() != "stdio" {
+			return false
+		}
+		return takesPaths(e.schema.Function.Parameters) || k.server.pointsInto(r.roots, perms, r.sandbox)
+	}
+	return true
+}
+
+// pathWords are what the name of an argument that holds a path has in
+// it, as MCP servers name them (path, paths, repo_path, file, filename,
+// directory, dir, folder, root...); pathNames are such names without
+// those words.
+var (
+	pathWords = []string{"path", "file", "dir", "folder", "root"}
+	pathNames = []string{"cwd", "src", "dest", "source", "destination"}
+)
+
+// takesPaths reports whether a parameters schema has a property whose
+// name says it holds a path (pathWords, pathNames; letters' case, "_" and
+// "-" aside).
+func takesPaths(params json.RawMessage) bool {
+	lower := bytes.ToLower(params)
+	if !slices.ContainsFunc(slices.Concat(pathWords, pathNames), func(w string) bool { return bytes.Contains(lower, []byte(w)) }) {
+		return false // the common case, without decoding the schema
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(params, &schema) != nil {
+		return true // it cannot be read: it may
+	}
+	for name := range schema.Properties {
+		n := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
+		if slices.Contains(pathNames, n) || slices.ContainsFunc(pathWords, func(w string) bool { return strings.Contains(n, w) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// pointsInto reports whether the server's configuration points it into
+// the workspace roots: see TouchesRoots. perms are what its process is
+// granted.
+func (s *MCPServer) pointsInto(workspace []string, perms sdk.Permissions, sandbox *sandboxConfig) bool {
+	x, err := s.expanded()
+	if err != nil {
+		return true // it does not start: nothing is lost
+	}
+	var launcher string
+	if sandbox != nil {
+		launcher, _ = s.launcherDir(sandbox.launchers)
+	}
+	paths := append(expandPaths(perms.Read), expandPaths(perms.Write)...)
+	if x.Dir != "" {
+		paths = append(paths, x.Dir)
+	}
+	reals := make([]string, len(workspace))
+	for i, w := range workspace {
+		reals[i] = realPath(w)
+	}
+	for _, p := range paths {
+		p = absPath(p)
+		if launcher != "" && within(p, launcher) {
+			continue
+		}
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		real := realPath(p)
+		for _, w := range reals {
+			if within(real, w) || within(w, real) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,11 +3,16 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/sdk"
@@ -155,5 +160,106 @@ func TestWithRootsPlugins(t *testing.T) {
 	tc.set("prompt", "session", file)
 	if got := reg.Execute(away, "save_session_context", json.RawMessage(`{"reason":"r"}`)); got != "Session context saved to "+file {
 		t.Errorf("save_session_context with the client's roots outside: %q", got)
+	}
+}
+
+// noRootsTool is an in-process tool that says it touches no roots.
+type noRootsTool struct{ sdk.Tool }
+
+func (noRootsTool) RootAccess() sdk.RootAccess { return sdk.RootsNone }
+
+// TestWithRootsBindsOnlyFileTools checks that a caller's roots that leave
+// none of the workspace roots refuse the tools that touch files, and only
+// them: a plugin's, an in-process tool's and an MCP server's, each as it
+// is declared or configured.
+func TestWithRootsBindsOnlyFileTools(t *testing.T) {
+	t.Parallel()
+	root, outside := rootsTree(t)
+	sub := filepath.Join(root, "sub")
+
+	// A remote server, which reaches no file here.
+	remote := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "v0"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcp.AddTool(remote, &mcp.Tool{Name: "read", Description: "Say which path it was given."}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Path string `json:"path"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Path}}}, nil, nil
+	})
+	front := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return remote }, nil))
+	t.Cleanup(front.Close)
+
+	servers := []host.MCPServer{{Name: "remote", URL: front.URL, Prefix: "remote"}}
+	for name, change := range map[string]func(*host.MCPServer){
+		"free":    func(*host.MCPServer) {},                                                                  // names no path
+		"away":    func(s *host.MCPServer) { s.Grant = readGrant(outside) },                                  // a path outside
+		"cwd":     func(s *host.MCPServer) { s.Dir = root },                                                  // runs in a root
+		"granted": func(s *host.MCPServer) { s.Grant = readGrant(sub) },                                      // a path inside
+		"above":   func(s *host.MCPServer) { s.Grant = readGrant(filepath.Dir(root)) },                       // a path that holds a root
+		"args":    func(s *host.MCPServer) { s.Args = []string{"--serve", filepath.Join(root, "file.txt")} }, // its arguments name one
+	} {
+		s := hostileMCP(t, name)
+		s.Prefix = name
+		change(&s)
+		servers = append(servers, s)
+	}
+	reg := load(t, pluginDir(t, "fs", "session"), &host.Options{Roots: []string{root}, MCPServers: servers, ToolContext: &liveContext{}})
+	for _, r := range reg.Plugins() {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Path, r.Err)
+		}
+	}
+	shout := sdk.NewTool(sdk.Info{Name: "shout", Description: "Upper-cases the text."}, func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return strings.ToUpper(in.Text), nil
+	})
+	plain := sdk.NewTool(sdk.Info{Name: "plain", Description: "Says nothing of the roots."}, func(context.Context, struct{}) (string, error) {
+		return "ran", nil
+	})
+	if err := reg.Register(noRootsTool{shout}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(plain); err != nil {
+		t.Fatal(err)
+	}
+
+	away := host.WithRoots(t.Context(), []string{outside})
+	tests := []struct {
+		tool, args string
+		bound      bool
+	}{
+		{"read_file", `{"path":"file.txt"}`, true},
+		{"save_session_context", `{"reason":"r"}`, false},
+		{"shout", `{"text":"hi"}`, false},
+		{"plain", `{}`, true},
+		{"remote_echo", `{"text":"hi"}`, false},
+		{"free_echo", `{"text":"hi"}`, false},
+		{"free_read", `{"path":"file.txt"}`, true}, // it takes a path
+		{"remote_read", `{"path":"file.txt"}`, false},
+		{"away_echo", `{"text":"hi"}`, false},
+		{"cwd_echo", `{"text":"hi"}`, true},
+		{"granted_echo", `{"text":"hi"}`, true},
+		{"above_echo", `{"text":"hi"}`, true},
+		{"args_echo", `{"text":"hi"}`, true},
+	}
+	refused := "Error executing %s: the client's roots (" + outside + ") lie outside the workspace roots (" + root + "): add a root inside them to the client"
+	for _, tc := range tests {
+		if got := reg.TouchesRoots(tc.tool); got != tc.bound {
+			t.Errorf("TouchesRoots(%s) = %v, want %v", tc.tool, got, tc.bound)
+		}
+		got := reg.Execute(away, tc.tool, json.RawMessage(tc.args))
+		if isRefused := got == fmt.Sprintf(refused, tc.tool); isRefused != tc.bound {
+			t.Errorf("%s with the caller's roots outside: %q (refused: %v, want %v)", tc.tool, got, isRefused, tc.bound)
+		}
+		if !tc.bound && strings.HasPrefix(got, "Error executing") && tc.tool != "save_session_context" {
+			t.Errorf("%s: %q", tc.tool, got)
+		}
+	}
+	if reg.TouchesRoots("nope") {
+		t.Error("an unknown tool touches the roots")
 	}
 }

@@ -84,6 +84,9 @@ type toolSource struct {
 	// pendingRefresh: the server said its tools changed before they were
 	// registered.
 	pendingRefresh atomic.Bool
+	// catalog is where an MCP server's prompts and resources are found
+	// (mcpfeatures.go); nil for a plugin.
+	catalog *mcpCatalog
 
 	calls    sync.Map // call id → the call's context, for the Host service
 	nextCall atomic.Uint64
@@ -141,15 +144,24 @@ func newToolSource(kind sourceKind, path string, logger hclog.Logger, startTimeo
 	return p
 }
 
-// launch starts a new instance of the source.
-func (p *toolSource) launch() (*instance, error) { return p.kind.launch(p) }
+// launch starts a new instance of the source. Once it is up, what its
+// process wrote to stderr while it started no longer explains how it
+// ends (lostDuringCall).
+func (p *toolSource) launch() (*instance, error) {
+	inst, err := p.kind.launch(p)
+	if err == nil && inst.runner != nil {
+		inst.runner.Ready()
+	}
+	return inst, err
+}
 
 // what names the source in messages: "plugin NAME" or "MCP server NAME".
 func (p *toolSource) what() string { return p.kind.label(p) }
 
-// call runs one of the source's tools: its text and its structured
-// result (nil when it has none).
-func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, error) {
+// call runs one of the source's tools: its text, its structured result
+// (nil when it has none) and its content parts (nil when the text says
+// all).
+func (p *toolSource) call(ctx context.Context, tool string, args []byte, wantStructured bool) (string, []byte, []Content, error) {
 	return p.kind.call(ctx, p, tool, args, wantStructured)
 }
 
@@ -239,8 +251,9 @@ func (p *toolSource) bounded(d time.Duration) (context.Context, context.CancelFu
 
 // lostDuringCall drops inst after a call that failed because the
 // connection to it broke, and says why: its process exited (how, once it
-// is reaped, which it is given a moment for), or it stopped answering
-// (detail). The next call starts a new instance.
+// is reaped, which it is given a moment for, and its last words since it
+// started, with the grant that would allow what the sandbox refused it),
+// or it stopped answering (detail). The next call starts a new instance.
 func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) error {
 	if inst.runner != nil {
 		select {
@@ -250,7 +263,11 @@ func (p *toolSource) lostDuringCall(inst *instance, detail string, err error) er
 		if dead, _ := inst.runner.Exited(); dead {
 			p.drop(inst, "exited during a call"+inst.ExitReason())
 			p.logger.Warn(p.kind.noun()+" died during a call; the next call starts it again", "error", err)
-			return fmt.Errorf("%s exited during the call%s", p.what(), inst.ExitReason())
+			words := inst.runner.LastWords()
+			if words != "" {
+				words = ": " + words + p.sandboxHint(inst, inst.runner.StderrLines())
+			}
+			return fmt.Errorf("%s exited during the call%s%s", p.what(), inst.ExitReason(), words)
 		}
 	}
 	p.drop(inst, "stopped answering: "+detail)

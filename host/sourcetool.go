@@ -62,12 +62,23 @@ func (t *sourceTool) Title() string                 { return t.title }
 func (t *sourceTool) OutputSchema() json.RawMessage { return t.output }
 
 func (t *sourceTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
-	text, _, err := t.proc.call(ctx, t.remote, args, false)
+	text, _, _, err := t.proc.call(ctx, t.remote, args, false)
 	return text, err
 }
 
 func (t *sourceTool) ExecuteStructured(ctx context.Context, args json.RawMessage) (string, json.RawMessage, error) {
-	return t.proc.call(ctx, t.remote, args, true)
+	text, structured, _, err := t.proc.call(ctx, t.remote, args, true)
+	return text, structured, err
+}
+
+// executeContent runs the tool as ExecuteStructured does (its structured
+// result only when wantStructured), and returns its content parts too.
+func (t *sourceTool) executeContent(ctx context.Context, args json.RawMessage, wantStructured bool) outcome {
+	text, structured, parts, err := t.proc.call(ctx, t.remote, args, wantStructured)
+	if !wantStructured {
+		structured = nil
+	}
+	return outcome{result: text, structured: structured, content: parts, err: err}
 }
 
 // nonEmpty is raw, or nil when it is empty.

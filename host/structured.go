@@ -29,6 +29,14 @@ type Result struct {
 	// IsError: the call failed, and Text is one of Execute's failure
 	// texts.
 	IsError bool
+	// Content are the parts of the result as its source gave them
+	// (images, audio, resource links, embedded resources, texts; see
+	// Content), for those who take more than text; Text stands for them
+	// all. Nil when Text says all of it: the result of a plugin's or an
+	// in-process tool, of an MCP server's tool that answered one plain
+	// text, a failed call, or a result whose parts were over
+	// MaxContentSize.
+	Content []Content
 }
 
 // ExecuteResult runs a tool as Execute does, and returns its structured
@@ -51,6 +59,13 @@ type Result struct {
 // a schema that does not resolve fails the call in the same way.
 func (r *ToolRegistry) ExecuteResult(ctx context.Context, name string, args json.RawMessage) Result {
 	return r.execute(ctx, name, args, true)
+}
+
+// ExecuteContent runs a tool as Execute does, and returns its content
+// parts (Result.Content) with its text, but no structured result: what a
+// model that reads images takes.
+func (r *ToolRegistry) ExecuteContent(ctx context.Context, name string, args json.RawMessage) Result {
+	return r.execute(ctx, name, args, false)
 }
 
 // checkStructured checks a structured result of e's tool against its

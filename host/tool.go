@@ -42,7 +42,11 @@ type ToolInfo struct {
 	// (see ToolRegistry.ExecuteResult), or nil when it has none.
 	OutputSchema json.RawMessage
 	Enabled      bool
-	Annotations  Annotations
+	// Deferred says the tool is enabled but not offered one by one: its
+	// MCP server's tools are deferred, and find_tools has not loaded it
+	// (see Options.DeferTokens).
+	Deferred    bool
+	Annotations Annotations
 	// Plugin is the base name of the plugin binary that serves the tool,
 	// or "" for a tool registered in-process.
 	Plugin string

@@ -51,6 +51,9 @@ type chatFlags struct {
 	message                  string
 	session                  string // --session NAME
 	resume                   bool
+	// noToolImages and sampling: agent.Options.NoToolImages and
+	// agent.Options.Sampling.
+	noToolImages, sampling bool
 }
 
 // setTemperature parses --temperature.
@@ -124,6 +127,8 @@ func chatCommand() *command {
 			fs.StringVar(&f.message, "m", "", "answer this `TEXT` once and exit")
 			fs.StringVar(&f.session, "session", "", "keep the conversation as `NAME`, going on with it if it exists")
 			fs.BoolVar(&f.resume, "resume", false, "go on with the latest conversation (or --session NAME's)")
+			fs.BoolVar(&f.noToolImages, "no-tool-images", false, "send the model the text of MCP servers' images, not the images (for a model that takes none)")
+			fs.BoolVar(&f.sampling, "sampling", false, "let MCP servers ask the model (sampling) during the calls of their tools")
 		},
 		prepare: func() error {
 			if f.maxTokens < 0 {
@@ -161,6 +166,8 @@ func chatCommand() *command {
 				Temperature:            f.temperature,
 				Registry:               env.registry,
 				Approver:               approver,
+				NoToolImages:           f.noToolImages,
+				Sampling:               f.sampling,
 			})
 			if err != nil {
 				return err
@@ -499,11 +506,7 @@ func (c *chatSession) slash(ctx context.Context, line string) (exit bool) {
 		return true
 	case "/tools":
 		for _, t := range c.registry.Tools() {
-			status := "enabled"
-			if !t.Enabled {
-				status = "disabled"
-			}
-			c.print(fmt.Sprintf("  %-22s %s\n", t.Name, status))
+			c.print(fmt.Sprintf("  %-22s %s\n", t.Name, toolStatus(t)))
 		}
 	case "/enable", "/disable":
 		if arg == "" {

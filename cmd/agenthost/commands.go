@@ -35,15 +35,11 @@ func toolsCommand() *command {
 			tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTATUS\tPLUGIN\tDESCRIPTION")
 			for _, t := range tools {
-				status := "enabled"
-				if !t.Enabled {
-					status = "disabled"
-				}
 				plugin := textsafe.Name(t.Plugin)
 				if plugin == "" {
 					plugin = "(in-process)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", textsafe.Name(t.Name), status, plugin, summary(t.Description, 72))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", textsafe.Name(t.Name), toolStatus(t), plugin, summary(t.Description, 72))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -56,9 +52,22 @@ func toolsCommand() *command {
 	}
 }
 
+// toolStatus is a tool's status as agenthost tools prints it: enabled,
+// disabled, or deferred (enabled, and offered through find_tools).
+func toolStatus(t host.ToolInfo) string {
+	switch {
+	case !t.Enabled:
+		return "disabled"
+	case t.Deferred:
+		return "deferred"
+	}
+	return "enabled"
+}
+
 type toolJSON struct {
 	Name        string           `json:"name"`
 	Enabled     bool             `json:"enabled"`
+	Deferred    bool             `json:"deferred,omitempty"`
 	Plugin      string           `json:"plugin"`
 	Description string           `json:"description"`
 	Annotations host.Annotations `json:"annotations"`
@@ -67,7 +76,7 @@ type toolJSON struct {
 func toolsJSON(tools []host.ToolInfo) []toolJSON {
 	out := make([]toolJSON, 0, len(tools))
 	for _, t := range tools {
-		out = append(out, toolJSON{Name: t.Name, Enabled: t.Enabled, Plugin: t.Plugin, Description: t.Description, Annotations: t.Annotations})
+		out = append(out, toolJSON{Name: t.Name, Enabled: t.Enabled, Deferred: t.Deferred, Plugin: t.Plugin, Description: t.Description, Annotations: t.Annotations})
 	}
 	return out
 }
@@ -145,6 +154,9 @@ func pluginsCommand() *command {
 				if r.Builtin {
 					path += " (built-in)"
 				}
+				if printStartFailure(env.stdout, path, r.Err) {
+					continue
+				}
 				if r.Err != nil {
 					fmt.Fprintf(env.stdout, "%s\n  skipped: %s\n", path, textsafe.Name(r.Err.Error()))
 					continue
@@ -157,8 +169,14 @@ func pluginsCommand() *command {
 					}
 				}
 				fmt.Fprintf(env.stdout, "%s\n  %s %s (%s)\n  tools: %s\n", path, textsafe.Name(r.Name), textsafe.Name(r.Version), protocol, strings.Join(r.Tools, ", "))
+				if len(r.Renamed) > 0 {
+					fmt.Fprintf(env.stdout, "  renamed (their names are taken): %s\n", textsafe.Name(strings.Join(r.Renamed, ", ")))
+				}
 				for _, why := range r.Refused {
 					fmt.Fprintf(env.stdout, "  refused: %s\n", textsafe.Name(why))
+				}
+				if len(r.LeftOut) > 0 {
+					fmt.Fprintf(env.stdout, "  left out: %s (its tools and disabledTools)\n", strings.Join(r.LeftOut, ", "))
 				}
 				if r.Remote {
 					fmt.Fprintln(env.stdout, "  sandbox: none (a remote server: nothing of it runs here)")

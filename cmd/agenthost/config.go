@@ -5,6 +5,7 @@ import (
 	"flag"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/config"
@@ -70,19 +71,88 @@ func applyConfig(c *config.File, fs *flag.FlagSet, given map[string]bool, comman
 	return nil
 }
 
-// toggleTools applies the configuration's enable and disable lists, before
-// the flags', so that a flag wins over the file.
-func toggleTools(c *config.File, reg *host.ToolRegistry) error {
-	for _, t := range []struct {
+// toggleTools applies the configuration's enable and disable lists, then
+// the flags', so that a flag wins over the file (see applyToggles).
+func toggleTools(c *config.File, enable, disable []string, reg *host.ToolRegistry) error {
+	var file, flags []toggle
+	for _, list := range []struct {
 		flag   string
-		toggle func(string) error
-	}{{"enable", reg.Enable}, {"disable", reg.Disable}} {
-		s := c.Flags[t.flag]
+		enable bool
+		names  []string
+	}{{"enable", true, enable}, {"disable", false, disable}} {
+		s := c.Flags[list.flag]
 		for _, name := range s.Values {
-			if err := t.toggle(name); err != nil {
+			file = append(file, toggle{name, list.enable, func(err error) error {
 				return s.Errorf("%s: %v", textsafe.Name(name), err)
-			}
+			}})
+		}
+		for _, name := range list.names {
+			flags = append(flags, toggle{name, list.enable, func(err error) error {
+				return usagef("--%s %s: %v", list.flag, name, err)
+			}})
+		}
+	}
+	if err := applyToggles(file, reg); err != nil {
+		return err
+	}
+	return applyToggles(flags, reg)
+}
+
+// toggle is a name or a pattern an enable or disable list holds, and how
+// its error is told.
+type toggle struct {
+	name   string
+	enable bool
+	fail   func(error) error
+}
+
+// applyToggles enables and disables the tools each toggle names, the
+// more specific last, so that it wins: mcp:SERVER, then a glob, then
+// mcp:SERVER/GLOB, then a tool's name; on a tie, disable wins. So
+// --disable mcp:github --enable mcp:github/list_issues leaves one tool of
+// the server, and an enable list and a disable list say the same
+// whatever their order.
+func applyToggles(ts []toggle, reg *host.ToolRegistry) error {
+	slices.SortStableFunc(ts, func(a, b toggle) int {
+		if d := specificity(a.name) - specificity(b.name); d != 0 {
+			return d
+		}
+		switch {
+		case a.enable == b.enable:
+			return 0
+		case a.enable:
+			return -1
+		}
+		return 1
+	})
+	for _, t := range ts {
+		toggle := reg.Disable
+		if t.enable {
+			toggle = reg.Enable
+		}
+		if err := toggle(t.name); err != nil {
+			return t.fail(err)
 		}
 	}
 	return nil
+}
+
+// specificity ranks what an enable or disable names, the narrowest
+// highest.
+func specificity(name string) int {
+	wild := func(s string) bool { return strings.ContainsAny(s, "*?") }
+	if source, ok := strings.CutPrefix(name, host.MCPSourcePrefix); ok {
+		_, glob, hasGlob := strings.Cut(source, "/")
+		switch {
+		case !hasGlob:
+			return 0
+		case wild(glob):
+			return 2
+		}
+		return 3
+	}
+	if wild(name) {
+		return 1
+	}
+	return 3
 }

@@ -181,7 +181,7 @@ func TestConfigCommandLine(t *testing.T) {
 
 	plugintest.WriteFile(t, project, "agenthost.json", "{\n  \"mcpServers\": {\"github\": {\"comand\": \"npx\"}}\n}")
 	r := runCLI(t, "", "plugins", "lock")
-	want := `agenthost: agenthost.json:2: mcpServers.github: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, grant, disabled)` + "\n"
+	want := `agenthost: agenthost.json:2: mcpServers.github: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, startupTimeout, grant, disabled, tools, disabledTools, defer, oauth)` + "\n"
 	if r.code != 2 || r.stderr != want {
 		t.Errorf("a bad file: exit status %d, stderr %q, want 2 and %q", r.code, r.stderr, want)
 	}

@@ -37,20 +37,24 @@ func mcpCommand() *command {
 	f := &mcpFlags{}
 	return &command{
 		approval: policy.ModeAuto,
-		usage:    "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]",
+		usage:    "agenthost mcp [--http ADDR [--token TOKEN] [--allow-origin ORIGIN]... [--max-sessions N] [--session-idle D] [--stateless]]\n  agenthost mcp login NAME [--timeout D] [--no-browser]\n  agenthost mcp logout NAME",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.http, "http", "", "serve the streamable HTTP transport at `ADDR` (host:port; the host defaults to 127.0.0.1) instead of stdio")
 			fs.StringVar(&f.token, "token", "", "require `TOKEN` as a bearer token over HTTP (default $"+mcpTokenVar+"); required when ADDR is not loopback")
 			fs.Var(&f.allowOrigins, "allow-origin", "also accept requests from web pages of `ORIGIN` (scheme://host[:port]; repeatable); * accepts every origin, which lets any web page the user visits call the tools")
 			fs.IntVar(&f.maxSessions, "max-sessions", mcpserve.DefaultMaxSessions, "cap at `N` the sessions open plus the requests in flight without one (protocol 2026-07-28 and later, every request with --stateless); over it, HTTP 503")
 			fs.DurationVar(&f.sessionIdle, "session-idle", mcpserve.DefaultSessionIdle, "close a session after `D` without requests")
-			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests and per-session state (clients of 2026-07-28 and later get tools/list_changed on subscriptions/listen)")
+			fs.BoolVar(&f.stateless, "stateless", false, "keep no sessions over HTTP for any protocol version, so that any replica behind a load balancer can answer any request; clients of versions before 2026-07-28 then lose server-to-client notifications outside a request (notifications/tools/list_changed), server-to-client requests, per-session state and notifications/cancelled (a call is canceled when its client closes its request; clients of 2026-07-28 and later lose nothing and get tools/list_changed on subscriptions/listen)")
 		},
-		details: mcpRootsDetails,
-		prepare: f.check,
+		details:    mcpRootsDetails + "\n\n" + mcpLoginDetails,
+		prepare:    f.check,
+		noRegistry: isMCPLogin,
 		run: func(ctx context.Context, env *env, args []string) error {
+			if isMCPLogin(args) {
+				return mcpLogin(ctx, env, args)
+			}
 			if len(args) > 0 {
-				return usagef("mcp takes no arguments")
+				return usagef("mcp takes no arguments but login NAME or logout NAME")
 			}
 			server := mcpserve.New(env.registry, &mcpserve.Options{
 				Token:        f.token,
@@ -151,18 +155,20 @@ func listenAddr(s string) (addr string, loopback bool, err error) {
 
 // mcpRootsDetails is what agenthost mcp --help says of the client's roots.
 const mcpRootsDetails = `Workspace roots from the client: a client that declares the MCP roots
-capability is asked for its roots (roots/list) before its session's first
-tools/call, and again after each notifications/roots/list_changed. Its
-file:// roots narrow the --root directories for that session's calls; they
-never widen them. A client root inside a --root is used as it is (its
-symbolic links resolved); one that contains --root directories narrows to
-them; one outside them all, or not a local file:// URI, is refused, with a
-warning on stderr. When none is left, a tool that touches files answers an
-error naming both; a tool that touches none (save_session_context) works.
-A client that lists no roots, or does not answer within 5s, leaves the
---root directories in force. Sessions that cannot answer the server's
-requests (--stateless, protocol 2026-07-28 and later) keep the --root
-directories.`
+capability is asked for its roots before a call of a tool that touches
+files: with roots/list once per session (and again after each
+notifications/roots/list_changed), or, from protocol 2026-07-28 on, in the
+call's result (input_required), which the client answers by sending the
+call again with its roots. Its file:// roots narrow the --root directories
+for those calls; they never widen them. A client root inside a --root is
+used as it is (its symbolic links resolved); one that contains --root
+directories narrows to them; one outside them all, or not a local file://
+URI, is refused, with a warning on stderr. When none is left, a tool that
+touches files answers an error naming both; a tool that touches none
+(save_session_context, an MCP server's tool that takes no path) works. A
+client that lists no roots, or does not answer within 5s, leaves the
+--root directories in force, and so does --stateless before 2026-07-28,
+whose client cannot be asked.`
 
 // originList is the repeatable --allow-origin flag.
 type originList []string

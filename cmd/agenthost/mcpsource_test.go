@@ -174,7 +174,7 @@ func TestMCPSourceClaudeDesktopConfig(t *testing.T) {
 			config: bad,
 			args:   []string{"tools"},
 			code:   2,
-			stderr: "agenthost: " + bad + `:4: mcpServers.everything: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, grant, disabled)` + "\n",
+			stderr: "agenthost: " + bad + `:4: mcpServers.everything: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, startupTimeout, grant, disabled, tools, disabledTools, defer, oauth)` + "\n",
 		},
 	}
 	for name, tc := range cases {

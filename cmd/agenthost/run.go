@@ -54,19 +54,29 @@ Commands:
                                any replica behind a load balancer can answer any
                                request; clients before 2026-07-28 then lose
                                server-to-client notifications (tools/list_changed)
-                               and per-session state. On shutdown, calls in
+                               and requests, per-session state, and
+                               notifications/cancelled (closing the request
+                               still cancels its call). On shutdown, calls in
                                flight are canceled and sessions closed
-  trust [FILE]                 trust this directory's agenthost.json (or FILE) as
-                               it is now: a project's configuration can start
-                               programs, so agenthost reads it only once trusted
+  mcp login NAME               log in to the remote MCP server NAME with OAuth:
+                               opens its authorization page in the browser
+                               ($BROWSER, else the desktop's opener, else the
+                               URL is printed), waits for it to come back and
+                               stores the token (see agenthost mcp --help)
+  mcp logout NAME              remove the OAuth token stored for NAME
+  trust [FILE]                 trust this directory's agenthost.json and .mcp.json
+                               (or FILE) as they are now: a project's
+                               configuration can start programs, so agenthost
+                               reads it only once trusted
 
 Flags (before or after the command):
   --config FILE      read the configuration from FILE alone (- for none);
                      by default agenthost/config.json in the user config
                      directory (~/.config or $XDG_CONFIG_HOME on Linux)
                      and agenthost.json in the current directory, whose
-                     keys win. JSON: the flags as keys (plugins, roots,
-                     enable, ..., grants, chat) and mcpServers as Claude
+                     keys win (and the mcpServers of Claude Code's
+                     .mcp.json there). JSON: the flags as keys (plugins,
+                     roots, enable, ..., grants, chat) and mcpServers as Claude
                      Desktop, Cursor and Claude Code write it. A flag
                      wins over the file; --plugin-env and --grant add to it
   --plugins DIR      the plugins directory (default the configuration's,
@@ -76,12 +86,24 @@ Flags (before or after the command):
                      directory): file tools stay inside the roots, and
                      relative paths resolve against the first; --root /
                      opts out
-  --enable NAME      enable a tool (repeatable); opt-in tools start disabled
-  --disable NAME     disable a tool (repeatable)
+  --enable NAME      enable a tool (repeatable); opt-in tools start disabled.
+                     NAME may be a glob (github_*), mcp:SERVER (every tool
+                     of that MCP server) or mcp:SERVER/GLOB; one that
+                     matches no tool is an error
+  --disable NAME     disable a tool, or the tools a pattern as above
+                     matches (repeatable); tools the server lists later
+                     follow the same choice
+  --defer-tools N    when the MCP servers' tools together take more than N
+                     tokens (default 10000; 0: whatever their size; off:
+                     never), or the tools are more than 128, they are not
+                     offered one by one: the model gets find_tools, which
+                     finds and loads them (off by default for mcp)
   --log-level LEVEL  trace, debug, info, warn (default) or error; logs go to stderr
   --eager            start every plugin at load, in parallel; by default a
                      plugin whose description is cached starts on the
-                     first call of one of its tools
+                     first call of one of its tools. An MCP server that
+                     failed to start is skipped for a while (agenthost
+                     plugins says until when); --eager starts it now
   --cache-dir DIR    where plugin descriptions are cached (default the user
                      cache directory's agenthost/plugins; - for none)
   --idle-timeout D   stop a plugin after D without calls (default 5m; 0:
@@ -151,6 +173,7 @@ type globals struct {
 
 	eager       bool
 	cacheDir    string
+	deferTools  string // "" when neither the command line nor the file gives it
 	idleTimeout time.Duration
 	sandbox     string
 	grants      listFlag
@@ -170,8 +193,9 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.config, "config", g.config, "read the configuration `FILE` alone (- for none; default agenthost/config.json in the user config directory, then ./agenthost.json)")
 	fs.StringVar(&g.plugins, "plugins", g.plugins, "the plugins `DIR`ectory (default the configuration's, else $AGENTHOST_PLUGINS)")
 	fs.Var(&g.roots, "root", "a workspace root `DIR` (repeatable; default the current directory)")
-	fs.Var(&g.enable, "enable", "enable the tool `NAME` (repeatable)")
-	fs.Var(&g.disable, "disable", "disable the tool `NAME` (repeatable)")
+	fs.Var(&g.enable, "enable", "enable the tool `NAME`, or those a glob, mcp:SERVER or mcp:SERVER/GLOB matches (repeatable)")
+	fs.Var(&g.disable, "disable", "disable the tool `NAME`, or those a glob, mcp:SERVER or mcp:SERVER/GLOB matches (repeatable)")
+	fs.StringVar(&g.deferTools, "defer-tools", g.deferTools, "defer the MCP servers' tools past this many `TOKENS` (default 10000; 0: always; off: never)")
 	fs.StringVar(&g.logLevel, "log-level", g.logLevel, "log `LEVEL`: trace, debug, info, warn or error")
 	fs.StringVar(&g.lock, "lock", g.lock, "the lock `FILE` (default agenthost.lock in the plugins directory)")
 	fs.Var(&g.pluginEnv, "plugin-env", "pass the environment variable `NAME` to plugins (repeatable)")
@@ -230,6 +254,8 @@ type env struct {
 	// guard is the policy every call of the registry passes.
 	guard  *policy.Guard
 	logger hclog.Logger
+	// config is the configuration read.
+	config *config.File
 }
 
 func commands() map[string]*command {
@@ -341,6 +367,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usagef("--profile-cache %s: not a variable name", name)
 		}
 	}
+	deferTokens, err := config.ParseDeferTokens(g.deferTools)
+	if err != nil {
+		return usagef("--defer-tools: %v", err)
+	}
+	if name == "mcp" && g.deferTools == "" {
+		// An MCP client offers the tools as it sees fit (Claude Code
+		// searches them itself), and every client of the server shares
+		// one registry: what one loads would change every client's list.
+		deferTokens = -1
+	}
 	preview := &callPreview{}
 	guard, err := newGuard(cfg, g, cmd, logger, preview.preview)
 	if err != nil {
@@ -349,7 +385,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for _, note := range cfg.Notes {
 		logger.Warn(note)
 	}
-	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock, guard: guard, logger: logger}
+	cmdEnv := &env{stdin: stdin, stdout: stdout, stderr: stderr, pluginsDir: dir, lockFile: g.lock, guard: guard, logger: logger, config: cfg}
 	if cmd.noRegistry != nil && cmd.noRegistry(fs.Args()) {
 		return cmd.run(ctx, cmdEnv, fs.Args())
 	}
@@ -366,7 +402,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	servers := cfg.MCPServers()
 	opts := &host.Options{Interceptors: interceptors, Logger: logger, Roots: g.roots, LockFile: g.lock, PluginEnv: g.pluginEnv,
 		Eager: g.eager, CacheDir: g.cacheDir, IdleTimeout: idleTimeoutOption(g.idleTimeout), AllowInsecurePlugins: g.insecure,
-		Sandbox: mode, Grants: grants, MCPServers: servers, Profile: profile}
+		Sandbox: mode, Grants: grants, MCPServers: servers, Profile: profile, DeferTokens: deferTokens}
 	reg, err := host.NewDefaultToolRegistry(ctx, dir, opts)
 	if errors.Is(err, os.ErrNotExist) && len(servers) > 0 && g.plugins == "" {
 		// MCP servers alone are a configuration too: without a plugins
@@ -390,18 +426,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			logger.Warn("a grant names no plugin in the plugins directory", "plugin", name)
 		}
 	}
-	if err := toggleTools(cfg, reg); err != nil {
+	if err := toggleTools(cfg, g.enable, g.disable, reg); err != nil {
 		return err
-	}
-	for _, n := range g.enable {
-		if err := reg.Enable(n); err != nil {
-			return usagef("--enable %s: %v", n, err)
-		}
-	}
-	for _, n := range g.disable {
-		if err := reg.Disable(n); err != nil {
-			return usagef("--disable %s: %v", n, err)
-		}
 	}
 	cmdEnv.registry = reg
 	// The audit record says which command a call came from; agenthost

@@ -140,6 +140,20 @@ type Options struct {
 	// after RegistryOptions.Interceptors; unused when Registry is set
 	// (install it there).
 	Guard *policy.Guard
+
+	// NoToolImages keeps the images of tools' results (an MCP server's
+	// screenshot, say) out of the requests: the model reads their text
+	// alone ("[image: 4033 bytes, image/png]"). Set it for a model that
+	// takes no images. Without it, a result's images of a type the APIs
+	// take, each of at most llm.MaxImageSize bytes, at most 8, go with
+	// the result (a registry that is a ContentRegistry).
+	NoToolImages bool
+
+	// Sampling has the agent's model answer the sampling requests
+	// (sampling/createMessage) that MCP servers send during the agent's
+	// calls of their tools, the tokens counting in the agent's usage.
+	// Without it, they are told sampling is not supported.
+	Sampling bool
 }
 
 // Agent holds a conversation with a model and runs the tools the model
@@ -168,6 +182,9 @@ type Agent struct {
 	owned       *host.ToolRegistry // the registry New built, which Close closes
 	// session carries the Approver to the registry's guard.
 	session *policy.Session
+	// noToolImages and sampling are Options.NoToolImages and
+	// Options.Sampling.
+	noToolImages, sampling bool
 
 	mu          sync.Mutex
 	system      string
@@ -206,6 +223,7 @@ func New(ctx context.Context, provider llm.Provider, opts Options) (*Agent, erro
 		system:      opts.SystemPrompt,
 		sessionFile: opts.SessionContextFilePath,
 	}
+	a.noToolImages, a.sampling = opts.NoToolImages, opts.Sampling
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
 	}
@@ -715,8 +733,8 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, emit func(Ev
 		running++
 		go func() {
 			start := time.Now()
-			out := a.registry.Execute(callCtx, c.Name, c.Arguments)
-			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: host.IsError(out)}
+			out, images := a.execute(host.WithMCPPeer(callCtx, a.peer()), c.Name, c.Arguments)
+			results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: out, IsError: host.IsError(out), Images: images}
 			done <- ended{i, time.Since(start)}
 		}()
 		// The next call waits until this one has passed the

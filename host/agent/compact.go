@@ -261,6 +261,7 @@ func elideAt(req *CompactRequest, msgs []llm.Message, calls map[int]llm.ToolCall
 	c := calls[i]
 	was := req.tokens(m)
 	m.Content = ElidedResult(c.Name, c.Arguments, was, m.IsError)
+	m.Images = nil
 	now := req.tokens(m)
 	if now >= was {
 		return 0

@@ -1,10 +1,10 @@
 // Package config reads agenthost's configuration file: roots, grants, the
 // mcpServers block as Claude Desktop, Cursor and Claude Code write it,
 // chat settings, and every other key that stands for a flag of the
-// agenthost CLI. Errors name the file and line. A project's file
-// (ProjectFile, in the working directory) is used only once the user has
-// trusted it as it is (Trust); the user's own file and a file named
-// explicitly need no trust.
+// agenthost CLI. Errors name the file and line. A project's files
+// (ProjectFile, and Claude Code's MCPFile, in the working directory) are
+// used only once the user has trusted each as it is (Trust); the user's
+// own file and a file named explicitly need no trust.
 //
 // The CLI reads it through Load and lets its flags win; a program that
 // builds its own registry reads the same file and takes File.Options.
@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -42,11 +43,36 @@ import (
 
 // The configuration files Load reads: the user's, under
 // os.UserConfigDir, then the project's, in the working directory, whose
-// keys win.
+// keys win: MCPFile's servers, then ProjectFile.
 const (
 	UserFile    = "agenthost/config.json"
 	ProjectFile = "agenthost.json"
+	// MCPFile is the project file of Claude Code's MCP servers, which
+	// holds an mcpServers block and nothing else (ParseMCPFile). Its
+	// servers count under the same trust as ProjectFile's, which wins
+	// over it for a server of the same name.
+	MCPFile = ".mcp.json"
 )
+
+// ProjectFiles returns the project's files, as Load reads them in the
+// working directory, in order.
+func ProjectFiles() []string { return []string{MCPFile, ProjectFile} }
+
+// ParseMCPFile reads a file in the format of Claude Code's .mcp.json
+// (MCPFile): {"mcpServers": {...}}, the servers with "type" "stdio",
+// "http" or "sse", as Parse reads that block; name is how errors call it.
+func ParseMCPFile(name string, data []byte) (*File, error) {
+	return parse(name, data, []string{"mcpServers"})
+}
+
+// parseProject reads a project file: MCPFile's format for a file of that
+// name, the configuration file's for any other.
+func parseProject(name string, data []byte) (*File, error) {
+	if filepath.Base(name) == MCPFile {
+		return ParseMCPFile(name, data)
+	}
+	return Parse(name, data)
+}
 
 // File is what one configuration file, or several merged, says. Each key
 // that stands for a flag is kept as the values the flag would be set to,
@@ -169,11 +195,12 @@ func ReadFile(path string) (*File, error) {
 	return c, c.readEnvFiles()
 }
 
-// Load reads the user file and the project file, both optional, the
-// project's keys replacing the user's one by one, and its grants, chat
-// keys and servers replacing the user's of the same name. The project
-// file is used only once the user trusts it (see Trust); before that,
-// Load returns an *Error saying so, and nothing the file names has been
+// Load reads the user file and the project files (ProjectFiles), all
+// optional, the project's keys replacing the user's one by one, and its
+// grants, chat keys and servers replacing the user's of the same name
+// (agenthost.json's servers replace .mcp.json's). A project file is used
+// only once the user trusts it (see Trust); before that, Load returns an
+// *Error saying so, naming the file, and nothing the file names has been
 // opened.
 func Load() (*File, error) {
 	var files []string
@@ -181,7 +208,7 @@ func Load() (*File, error) {
 		files = append(files, filepath.Join(dir, UserFile))
 	}
 	c := New()
-	for _, file := range append(files, ProjectFile) {
+	for _, file := range append(files, ProjectFiles()...) {
 		data, err := readConfigFile(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -191,11 +218,11 @@ func Load() (*File, error) {
 		}
 		// Parsing reads the bytes and nothing else: what the file names
 		// (an envFile, a program) is opened only once it is trusted.
-		over, err := Parse(file, data)
+		over, err := parseProject(file, data)
 		if err != nil {
 			return nil, err
 		}
-		if file == ProjectFile {
+		if slices.Contains(ProjectFiles(), file) {
 			abs, err := filepath.Abs(file)
 			if err != nil {
 				return nil, untrustedError(file, nil)
@@ -262,6 +289,9 @@ const (
 	kindPaths             // an array of paths
 	kindBool
 	kindInt
+	// kindTokens is a number, or a word (true, false, or a string): a
+	// threshold such as deferTools.
+	kindTokens
 )
 
 // flagKey is a key that stands for a flag.
@@ -279,6 +309,7 @@ var globalKeys = []flagKey{
 	{"roots", "root", kindPaths, checkDir},
 	{"enable", "enable", kindStrings, nil},
 	{"disable", "disable", kindStrings, nil},
+	{"deferTools", "defer-tools", kindTokens, checkDeferTokens},
 	{"pluginEnv", "plugin-env", kindStrings, nil},
 	{"logLevel", "log-level", kindString, checkLogLevel},
 	{"lock", "lock", kindPath, nil},
@@ -293,6 +324,32 @@ var globalKeys = []flagKey{
 	{"secrets", "secret", kindPaths, nil},
 	{"approval", "approval", kindString, checkApproval},
 	{"audit", "audit", kindPath, nil},
+}
+
+// ParseDeferTokens reads deferTools and --defer-tools as
+// host.Options.DeferTokens takes them: a number of tokens past which
+// the MCP servers' tools are deferred (0: whatever their size), "auto"
+// or true for host.DefaultDeferTokens, "off" or false for never.
+func ParseDeferTokens(s string) (int, error) {
+	switch s {
+	case "", "auto", "true", "on":
+		return 0, nil
+	case "off", "false":
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a number of tokens (0: defer whatever their size), auto or off", s)
+	}
+	if n == 0 {
+		return 1, nil // more than 0: every tool
+	}
+	return n, nil
+}
+
+func checkDeferTokens(s string) error {
+	_, err := ParseDeferTokens(s)
+	return err
 }
 
 func checkApproval(s string) error {
@@ -313,10 +370,11 @@ var chatKeys = []flagKey{
 
 // The keys of an mcpServers entry: agenthost's, and the ones other clients
 // write that agenthost accepts: autoApprove and alwaysAllow (allow rules
-// for the server's tools), description (ignored).
+// for the server's tools), description (ignored), includeTools and
+// enabledTools (as tools), excludeTools (as disabledTools).
 var (
-	serverKeys        = []string{"command", "args", "env", "envFile", "cwd", "url", "headers", "type", "prefix", "timeout", "grant", "disabled"}
-	ignoredServerKeys = []string{"autoApprove", "alwaysAllow", "description"}
+	serverKeys        = []string{"command", "args", "env", "envFile", "cwd", "url", "headers", "type", "prefix", "timeout", "startupTimeout", "grant", "disabled", "tools", "disabledTools", "defer", "oauth"}
+	ignoredServerKeys = []string{"autoApprove", "alwaysAllow", "description", "includeTools", "enabledTools", "excludeTools"}
 )
 
 var prefixPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,40}$`)
@@ -374,8 +432,13 @@ func atLeast(min int) func(string) error {
 	}
 }
 
-// parseConfig reads one configuration file; name is how errors call it.
+// Parse reads one configuration file; name is how errors call it.
 func Parse(name string, data []byte) (*File, error) {
+	return parse(name, data, append(keyNames(globalKeys), "grants", "chat", "mcpServers", "permissions"))
+}
+
+// parse reads a configuration file whose top-level keys may be want.
+func parse(name string, data []byte, want []string) (*File, error) {
 	abs, err := filepath.Abs(name)
 	if err != nil {
 		return nil, &Error{File: name, Msg: err.Error()}
@@ -386,7 +449,6 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, err
 	}
 	c := New()
-	want := append(keyNames(globalKeys), "grants", "chat", "mcpServers", "permissions")
 	members, err := l.object(doc, "", want, nil)
 	if err != nil {
 		return nil, err
@@ -473,6 +535,15 @@ func (l *loader) flagValue(dst map[string]Setting, m jsonMember, prefix string, 
 		var n int
 		n, err = l.integer(v, path)
 		values = []string{strconv.Itoa(n)}
+	case kindTokens:
+		switch v.kind {
+		case jsonBool:
+			values = []string{strconv.FormatBool(v.b)}
+		case jsonNumber, jsonString:
+			values = []string{v.text}
+		default:
+			err = l.errorf(v.line, path, "want a number of tokens, true or false, got %s", v.kind)
+		}
 	}
 	if err != nil {
 		return err
@@ -645,6 +716,8 @@ func (l *loader) server(name string, v *jsonValue) (Server, error) {
 			}
 		case "timeout":
 			s.Timeout, err = l.seconds(m.value, p)
+		case "startupTimeout":
+			s.StartupTimeout, err = l.seconds(m.value, p)
 		case "grant":
 			_, s.Grant, err = l.grantItems("mcp:"+name, m.value, p)
 		case "disabled":
@@ -656,6 +729,30 @@ func (l *loader) server(name string, v *jsonValue) (Server, error) {
 			}
 		case "description":
 			_, err = l.str(m.value, p)
+		case "tools", "includeTools", "enabledTools":
+			// Copilot CLI's tools, Gemini CLI's includeTools, Kimi's
+			// and Kilo's enabledTools: the tools to register.
+			var globs []string
+			if globs, err = l.toolGlobs(m.value, p); err == nil {
+				s.Tools = append(s.Tools, globs...)
+			}
+		case "disabledTools", "excludeTools":
+			// Kiro's, Roo's and Windsurf's disabledTools, Gemini CLI's
+			// excludeTools: the tools never to register.
+			var globs []string
+			if globs, err = l.toolGlobs(m.value, p); err == nil {
+				s.DisabledTools = append(s.DisabledTools, globs...)
+			}
+		case "oauth":
+			s.OAuth, err = l.oauth(m.value, p)
+		case "defer":
+			var b bool
+			if b, err = l.boolean(m.value, p); err == nil {
+				s.Defer = host.DeferNever
+				if b {
+					s.Defer = host.DeferAlways
+				}
+			}
 		}
 		if err != nil {
 			return e, err
@@ -688,8 +785,8 @@ func (l *loader) server(name string, v *jsonValue) (Server, error) {
 	default:
 		return e, l.errorf(at["type"].line, path+".type", "unknown type %q (want stdio, http, streamable-http or sse)", typ)
 	}
-	for _, key := range []string{"args", "env", "envFile", "cwd", "headers"} {
-		if at[key] != nil && (key == "headers") == stdio {
+	for _, key := range []string{"args", "env", "envFile", "cwd", "headers", "oauth"} {
+		if at[key] != nil && (key == "headers" || key == "oauth") == stdio {
 			return e, l.errorf(at[key].line, path+"."+key, "goes with %s, not %s", other, has)
 		}
 	}
@@ -705,6 +802,20 @@ func (l *loader) server(name string, v *jsonValue) (Server, error) {
 		e.envFileAt = Setting{Key: path + ".envFile", File: l.file, Line: at["envFile"].line}
 	}
 	return e, nil
+}
+
+// toolGlobs reads a server entry's list of its tools' names or globs.
+func (l *loader) toolGlobs(v *jsonValue, p string) ([]string, error) {
+	globs, err := l.strs(v, p)
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range globs {
+		if _, perr := path.Match(g, ""); g == "" || perr != nil {
+			return nil, l.errorf(v.elems[i].line, p, "%q is not a tool name or a glob over tool names", g)
+		}
+	}
+	return globs, nil
 }
 
 // readEnvFiles reads the envFile of each server entry, whose variables
@@ -881,6 +992,7 @@ func (c *File) Options() (*host.Options, error) {
 		},
 	}
 	opts.Eager = c.first("eager") == "true"
+	opts.DeferTokens, _ = ParseDeferTokens(c.first("defer-tools")) // checked as the file was read
 	opts.AllowInsecurePlugins = c.first("allow-insecure-plugins") == "true"
 	if s := c.first("idle-timeout"); s != "" {
 		d, _ := time.ParseDuration(s) // checked as the file was read

@@ -93,6 +93,16 @@ func TestConfigServers(t *testing.T) {
 				{Name: "var", Command: "${HOME}/bin/server", Dir: "${PROJECT}", Transport: "stdio"},
 			},
 		},
+		"tool filters": {
+			json: `{"mcpServers":{
+  "gh": {"command": "gh", "tools": ["list_*"], "includeTools": ["get_me"], "disabledTools": ["delete_*"], "excludeTools": ["x"], "defer": true},
+  "fs": {"command": "fs", "enabledTools": ["read_*"], "defer": false}
+}}`,
+			want: []host.MCPServer{
+				{Name: "fs", Command: "fs", Transport: "stdio", Tools: []string{"read_*"}, Defer: host.DeferNever},
+				{Name: "gh", Command: "gh", Transport: "stdio", Tools: []string{"list_*", "get_me"}, DisabledTools: []string{"delete_*", "x"}, Defer: host.DeferAlways},
+			},
+		},
 		"no servers": {json: `{}`},
 	}
 	for name, tc := range cases {
@@ -186,8 +196,8 @@ func TestConfigErrors(t *testing.T) {
       "comand": "npx"
     }
   }
-}`, `agenthost.json:4: mcpServers.github: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, grant, disabled)`},
-		"unknown top-level key": {`{"plugin": "x"}`, `agenthost.json:1: unknown key "plugin" (want plugins, roots, enable, disable, pluginEnv, logLevel, lock, eager, cacheDir, idleTimeout, allowInsecurePlugins, sandbox, devProfile, profileRead, profileCaches, secrets, approval, audit, grants, chat, mcpServers, permissions)`},
+}`, `agenthost.json:4: mcpServers.github: unknown key "comand" (want command, args, env, envFile, cwd, url, headers, type, prefix, timeout, startupTimeout, grant, disabled, tools, disabledTools, defer, oauth)`},
+		"unknown top-level key": {`{"plugin": "x"}`, `agenthost.json:1: unknown key "plugin" (want plugins, roots, enable, disable, deferTools, pluginEnv, logLevel, lock, eager, cacheDir, idleTimeout, allowInsecurePlugins, sandbox, devProfile, profileRead, profileCaches, secrets, approval, audit, grants, chat, mcpServers, permissions)`},
 		"unknown chat key":      {"{\n\"chat\": {\"temperature\": 1}}", `agenthost.json:2: chat: unknown key "temperature" (want provider, model, baseURL, system, sessionFile, maxTurns, maxTokens)`},
 		"roots not an array":    {"{\n\n  \"roots\": 3}", `agenthost.json:3: roots: want an array of strings, got a number`},
 		"root not a string":     {"{\"roots\": [\n\"a\",\n null]}", `agenthost.json:3: roots[1]: want a string, got null`},
@@ -238,6 +248,11 @@ func TestConfigErrors(t *testing.T) {
 		"bad log level":        {`{"logLevel": "loud"}`, `agenthost.json:1: logLevel: unknown log level "loud" (want trace, debug, info, warn or error)`},
 		"bad idle timeout":     {`{"idleTimeout": 300}`, `agenthost.json:1: idleTimeout: want a string, got a number`},
 		"bad duration":         {`{"idleTimeout": "5"}`, `agenthost.json:1: idleTimeout: want a duration such as "5m" or "0" (never), got "5"`},
+		"bad tools glob":       {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"tools\": [\"ok\",\n\"[a\"]}}}", `agenthost.json:2: mcpServers.s.tools: "[a" is not a tool name or a glob over tool names`},
+		"empty disabledTools":  {`{"mcpServers": {"s": {"command": "x", "excludeTools": [""]}}}`, `agenthost.json:1: mcpServers.s.excludeTools: "" is not a tool name or a glob over tool names`},
+		"defer not a boolean":  {`{"mcpServers": {"s": {"command": "x", "defer": "auto"}}}`, `agenthost.json:1: mcpServers.s.defer: want true or false, got a string`},
+		"bad deferTools":       {`{"deferTools": "lots"}`, `agenthost.json:1: deferTools: "lots": want a number of tokens (0: defer whatever their size), auto or off`},
+		"deferTools an array":  {`{"deferTools": [1]}`, `agenthost.json:1: deferTools: want a number of tokens, true or false, got an array`},
 		"quoted name":          {`{"mcpServers": {"a\u001b[2Jb": {"url": "x", "args": []}}}`, `agenthost.json:1: mcpServers."a\x1b[2Jb".args: goes with command, not url`},
 	}
 	for name, tc := range cases {
@@ -281,6 +296,7 @@ func TestOptions(t *testing.T) {
   "sandbox": "require",
   "pluginEnv": ["GOPATH"],
   "devProfile": "off",
+  "deferTools": 20000,
   "grants": {"agenthost-plugin-fs": ["read:docs", "network"], "bash": ["exec"]},
   "mcpServers": {"m": {"command": "m-server", "grant": ["network"]}}
 }`))
@@ -302,6 +318,7 @@ func TestOptions(t *testing.T) {
 		Sandbox:     host.SandboxRequire,
 		PluginEnv:   []string{"GOPATH"},
 		Profile:     host.DevProfile{Off: true},
+		DeferTokens: 20000,
 		Grants: map[string]host.Grant{
 			"bash": {Permissions: sdk.Permissions{Exec: true}},
 			"fs":   {Permissions: sdk.Permissions{Read: []string{filepath.Join(dir, "docs")}, Network: true}},
@@ -311,8 +328,17 @@ func TestOptions(t *testing.T) {
 	if !reflect.DeepEqual(opts, want) {
 		t.Errorf("Options:\n%+v\nwant:\n%+v", opts, want)
 	}
-	if opts, err := New().Options(); err != nil || opts.Sandbox != host.SandboxAuto || opts.IdleTimeout != 0 {
+	if opts, err := New().Options(); err != nil || opts.Sandbox != host.SandboxAuto || opts.IdleTimeout != 0 || opts.DeferTokens != 0 {
 		t.Errorf("an empty file's options: %+v, %v", opts, err)
+	}
+	for value, want := range map[string]int{"false": -1, `"off"`: -1, "true": 0, `"auto"`: 0, "0": 1, `"3000"`: 3000} {
+		c, err := Parse("agenthost.json", []byte(`{"deferTools": `+value+`}`))
+		if err != nil {
+			t.Fatalf("deferTools %s: %v", value, err)
+		}
+		if opts, err := c.Options(); err != nil || opts.DeferTokens != want {
+			t.Errorf("deferTools %s: DeferTokens %d (%v), want %d", value, opts.DeferTokens, err, want)
+		}
 	}
 }
 

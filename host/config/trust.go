@@ -169,8 +169,9 @@ func untrustedError(file string, changed []string) error {
 }
 
 // Trust records that the user trusts the project configuration file at
-// path as it is now, with the files of the project it runs or reads
-// (pinned): Load uses it from then on, until it or one of those changes.
+// path (an agenthost.json, or a .mcp.json, read as MCPFile) as it is now,
+// with the files of the project it runs or reads (pinned): Load uses it
+// from then on, until it or one of those changes.
 // It returns the file's absolute path and how many project files the
 // record pins. A file that Parse refuses (an *Error) is not recorded.
 func Trust(path string) (abs string, pinned int, err error) {
@@ -178,7 +179,7 @@ func Trust(path string) (abs string, pinned int, err error) {
 	if err != nil {
 		return "", 0, err
 	}
-	c, err := Parse(path, data)
+	c, err := parseProject(path, data)
 	if err != nil {
 		return "", 0, err
 	}

@@ -385,9 +385,11 @@ type anthropicToolUseBlock struct {
 }
 
 type anthropicToolResultBlock struct {
-	Type         string                 `json:"type"` // "tool_result"
-	ToolUseID    string                 `json:"tool_use_id"`
-	Content      string                 `json:"content"`
+	Type      string `json:"type"` // "tool_result"
+	ToolUseID string `json:"tool_use_id"`
+	// Content is the result's text, or, with images, its blocks: the
+	// text, then the images.
+	Content      any                    `json:"content"`
 	IsError      bool                   `json:"is_error,omitempty"`
 	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
 }
@@ -525,6 +527,17 @@ func anthropicMessages(msgs []Message) []anthropicMessage {
 		switch m.Role {
 		case RoleTool:
 			block := anthropicToolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
+			if len(m.Images) > 0 {
+				blocks := []any{anthropicTextBlock{Type: "text", Text: m.Content}}
+				if m.Content == "" {
+					blocks = nil
+				}
+				for _, im := range m.Images {
+					mt, _ := im.mediaType() // checked by wireRequest
+					blocks = append(blocks, anthropicImageBlock{Type: "image", Source: anthropicImageSource{Type: "base64", MediaType: mt, Data: im.base64()}})
+				}
+				block.Content = blocks
+			}
 			if inResults {
 				last := &out[len(out)-1]
 				last.Content = append(last.Content, block)

@@ -1598,7 +1598,7 @@ func TestAnthropicRequestRefused(t *testing.T) {
 		}, `only mode "tool" takes a name`},
 		"image on an assistant message": {func(r *Request) {
 			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: "see", Images: []Image{{Data: png}}})
-		}, "message 1 (assistant) has images; only user messages may"},
+		}, "message 1 (assistant) has images; only user and tool messages may"},
 		"not an image": {func(r *Request) { r.Messages[0].Images = []Image{{MediaType: "image/png", Data: []byte("%PDF-1.7")}} },
 			"message 0, image 0: the image is not a PNG, JPEG, GIF or WebP image"},
 		"wrong media type": {func(r *Request) { r.Messages[0].Images = []Image{{MediaType: "image/jpeg", Data: png}} },
@@ -1648,6 +1648,35 @@ func TestAnthropicImages(t *testing.T) {
 	got, _ := json.Marshal(r.requests()[0]["messages"])
 	if !anthropicJSONEqual(t, got, []byte(want)) {
 		t.Errorf("messages = %s\nwant %s", got, want)
+	}
+}
+
+// TestAnthropicToolResultImages: a tool result's images go in its
+// tool_result block, after its text; one without keeps its text alone.
+func TestAnthropicToolResultImages(t *testing.T) {
+	t.Parallel()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	r := newAnthropicReplay(t, anthropicReply{file: "text.json"})
+	req := anthropicSimpleRequest()
+	req.Messages = []Message{
+		{Role: RoleUser, Content: "Look."},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "a", Name: "shot", Arguments: json.RawMessage(`{}`)}, {ID: "b", Name: "date", Arguments: json.RawMessage(`{}`)}}},
+		{Role: RoleTool, ToolCallID: "a", Content: "a picture:\n[image: 16 bytes, image/png]", Images: []Image{{MediaType: "image/png", Data: png}}},
+		{Role: RoleTool, ToolCallID: "b", Content: "Monday"},
+	}
+	c := NewAnthropic(func() AnthropicConfig { cfg := r.config(anthropicTestKey); cfg.NoCache = true; return cfg }())
+	if _, err := c.Chat(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"role":"user","content":[
+		{"type":"tool_result","tool_use_id":"a","content":[
+			{"type":"text","text":"a picture:\n[image: 16 bytes, image/png]"},
+			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUg=="}}]},
+		{"type":"tool_result","tool_use_id":"b","content":"Monday"}]}`
+	msgs, _ := r.requests()[0]["messages"].([]any)
+	got, _ := json.Marshal(msgs[len(msgs)-1])
+	if !anthropicJSONEqual(t, got, []byte(want)) {
+		t.Errorf("the tool results = %s\nwant %s", got, want)
 	}
 }
 

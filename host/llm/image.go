@@ -86,16 +86,29 @@ func (im Image) mediaType() (string, error) {
 // base64 is the image's data in standard base64.
 func (im Image) base64() string { return base64.StdEncoding.EncodeToString(im.Data) }
 
-// checkImages checks that only user messages carry images, and returns
-// an error naming the first message and image that are wrong. limit
-// bounds an image's size in bytes; 0 means no bound.
+// Check checks that the image can be sent: that its data is a PNG,
+// JPEG, GIF or WebP image, of the type MediaType says if it says one, and
+// of at most MaxImageSize bytes.
+func (im Image) Check() error {
+	if _, err := im.mediaType(); err != nil {
+		return err
+	}
+	if len(im.Data) > MaxImageSize {
+		return fmt.Errorf("the image is %d bytes, over the limit of %d", len(im.Data), MaxImageSize)
+	}
+	return nil
+}
+
+// checkImages checks that only user and tool messages carry images, and
+// returns an error naming the first message and image that are wrong.
+// limit bounds an image's size in bytes; 0 means no bound.
 func checkImages(msgs []Message, limit int) error {
 	for i, m := range msgs {
 		if len(m.Images) == 0 {
 			continue
 		}
-		if m.Role != RoleUser {
-			return fmt.Errorf("message %d (%s) has images; only user messages may", i, m.Role)
+		if m.Role != RoleUser && m.Role != RoleTool {
+			return fmt.Errorf("message %d (%s) has images; only user and tool messages may", i, m.Role)
 		}
 		for j, im := range m.Images {
 			if _, err := im.mediaType(); err != nil {

@@ -43,8 +43,12 @@ type Message struct {
 	// Thinking holds an assistant's reasoning blocks, kept so they can be
 	// sent back unchanged (Anthropic requires it with tool use).
 	Thinking []Thinking `json:"thinking,omitempty"`
-	// Images are pictures sent with a user message's text. Only user
-	// messages may carry them; the clients refuse others.
+	// Images are pictures sent with a user message's text, or with a
+	// tool's result (RoleTool: the images of an MCP server's result).
+	// Only those messages may carry them; the clients refuse others.
+	// Anthropic's API takes a tool result's images in its tool_result
+	// block; the OpenAI-compatible client, whose tool messages are text
+	// alone, sends them in a user message after the turn's tool results.
 	Images []Image `json:"images,omitempty"`
 }
 

@@ -367,7 +367,7 @@ func openaiErrorStatus(e *openaiError) int {
 
 // wireRequest maps a neutral Request to the chat completions body. It
 // refuses, with an error saying why, images on a message other than a
-// user's, images of a type the APIs do not take, and a tool choice that
+// user's or a tool's, images of a type the APIs do not take, and a tool choice that
 // does not fit the tools offered. ThinkingBudget has no equivalent here
 // and is left out.
 func (o *OpenAI) wireRequest(req *Request, stream bool) (*openaiRequest, error) {
@@ -396,9 +396,30 @@ func (o *OpenAI) wireRequest(req *Request, stream bool) (*openaiRequest, error) 
 	if req.System != "" {
 		w.Messages = append(w.Messages, openaiMessage{Role: "system", Content: openaiStr(req.System)})
 	}
+	// The images of a turn's tool results, sent in a user message after
+	// them: a tool message's content is text alone.
+	var toolImages []openaiPart
+	flush := func() {
+		if len(toolImages) > 0 {
+			w.Messages = append(w.Messages, openaiMessage{Role: "user", Content: toolImages})
+			toolImages = nil
+		}
+	}
 	for _, m := range req.Messages {
+		if m.Role != RoleTool {
+			flush()
+		}
 		wm := openaiMessage{Role: string(m.Role), ToolCallID: m.ToolCallID}
 		switch {
+		case m.Role == RoleTool:
+			wm.Content = openaiStr(m.Content)
+			if len(m.Images) > 0 {
+				toolImages = append(toolImages, openaiPart{Type: "text", Text: fmt.Sprintf("The images of the result of tool call %s:", m.ToolCallID)})
+				for _, im := range m.Images {
+					mt, _ := im.mediaType() // checked above
+					toolImages = append(toolImages, openaiPart{Type: "image_url", ImageURL: &openaiImageURL{URL: "data:" + mt + ";base64," + im.base64()}})
+				}
+			}
 		case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
 			if m.Content != "" {
 				wm.Content = openaiStr(m.Content)
@@ -430,6 +451,7 @@ func (o *OpenAI) wireRequest(req *Request, stream bool) (*openaiRequest, error) 
 		}
 		w.Messages = append(w.Messages, wm)
 	}
+	flush()
 	for _, t := range req.Tools {
 		params := t.Parameters
 		if len(bytes.TrimSpace(params)) == 0 {

@@ -1372,6 +1372,39 @@ func TestOpenAIImages(t *testing.T) {
 	}
 }
 
+// TestOpenAIToolResultImages: a tool message is text alone, so the
+// images of a turn's tool results go in one user message after them,
+// each result's after a line naming its call.
+func TestOpenAIToolResultImages(t *testing.T) {
+	t.Parallel()
+	req := openaiSimpleRequest()
+	req.Messages = []Message{
+		{Role: RoleUser, Content: "Look."},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "a", Name: "shot", Arguments: json.RawMessage(`{}`)}, {ID: "b", Name: "date", Arguments: json.RawMessage(`{}`)}}},
+		{Role: RoleTool, ToolCallID: "a", Content: "a picture:\n[image: 10 bytes, image/gif]", Images: []Image{{Data: []byte("GIF89a\x01\x00\x01\x00")}}},
+		{Role: RoleTool, ToolCallID: "b", Content: "Monday"},
+		{Role: RoleAssistant, Content: "A dot, on Monday."},
+	}
+	body := openaiSent(t, req)
+	want := `[
+		{"role":"user","content":"Look."},
+		{"role":"assistant","content":null,"tool_calls":[
+			{"id":"a","type":"function","function":{"name":"shot","arguments":"{}"}},
+			{"id":"b","type":"function","function":{"name":"date","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"a","content":"a picture:\n[image: 10 bytes, image/gif]"},
+		{"role":"tool","tool_call_id":"b","content":"Monday"},
+		{"role":"user","content":[{"type":"text","text":"The images of the result of tool call a:"},
+			{"type":"image_url","image_url":{"url":"data:image/gif;base64,R0lGODlhAQABAA=="}}]},
+		{"role":"assistant","content":"A dot, on Monday."}]`
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(body["messages"], w) {
+		t.Errorf("messages = %s\nwant %s", openaiJSON(body["messages"]), want)
+	}
+}
+
 // TestOpenAIRequestRefused: a tool choice that does not fit the tools, or
 // images the APIs would refuse, are refused before sending, with an
 // error that says why.
@@ -1383,9 +1416,9 @@ func TestOpenAIRequestRefused(t *testing.T) {
 	}{
 		"unknown tool":       {func(r *Request) { r.Tools, r.ToolChoice = []Tool{{Name: "list_dir"}}, UseTool("rm") }, `tool choice names tool "rm", which the request does not offer`},
 		"required, no tools": {func(r *Request) { r.ToolChoice = ToolChoice{Mode: ToolChoiceRequired} }, `tool choice "required", but the request offers no tools`},
-		"image on a tool result": {func(r *Request) {
-			r.Messages = append(r.Messages, Message{Role: RoleTool, ToolCallID: "c", Images: []Image{{Data: []byte("GIF87a")}}})
-		}, "message 1 (tool) has images; only user messages may"},
+		"image on an assistant message": {func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: "see", Images: []Image{{Data: []byte("GIF87a")}}})
+		}, "message 1 (assistant) has images; only user and tool messages may"},
 		"not an image": {func(r *Request) { r.Messages[0].Images = []Image{{Data: []byte("<svg/>")}} }, "the image is not a PNG, JPEG, GIF or WebP image"},
 	}
 	for name, tc := range tests {

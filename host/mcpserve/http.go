@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -297,6 +299,11 @@ type rpcHandler struct {
 	max       int
 	gate      *callGate // counts the POSTs under way; nil for none
 
+	// requests are the stateless requests under way, by the value of
+	// their requestHeader (see tie); lastRequest numbers them.
+	requests    sync.Map // string → context.Context
+	lastRequest atomic.Uint64
+
 	mu       sync.Mutex
 	open     int                         // sessions open or being initialized, and stateless requests in flight
 	sessions map[*mcp.ServerSession]bool // the sessions open
@@ -306,6 +313,8 @@ type rpcHandler struct {
 func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tw := &textErrors{ResponseWriter: w}
 	defer tw.finish()
+	// Only tie says which request a message came in.
+	r.Header.Del(requestHeader)
 	if r.Method != http.MethodPost {
 		if h.stateful == nil {
 			h.stateless.ServeHTTP(tw, r)
@@ -387,6 +396,7 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer h.release()
+		defer h.tie(r)()
 		h.stateless.ServeHTTP(tw, r)
 	case r.Header.Get(sessionIDHeader) != "":
 		h.stateful.ServeHTTP(tw, r)
@@ -394,6 +404,57 @@ func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.initialize(tw, r)
 	default:
 		writeRPCError(w, http.StatusBadRequest, tw.id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+	}
+}
+
+// requestHeader is set on a stateless request by tie, and only by tie
+// (a client's is removed), for cancelWithRequest to find the request a
+// message came in.
+const requestHeader = "Agenthost-Stateless-Request"
+
+// tie numbers a request that the stateless handler serves, in its
+// requestHeader, so that cancelWithRequest ends what it runs when the
+// request's context ends. The function it returns forgets the request.
+//
+// The SDK ties the calls of protocol 2026-07-28 and later to their
+// request; an older one, stateless, would run to its end after its client
+// went away, since the notifications/cancelled that the client may send
+// comes in a request of its own, which names no session and may reach
+// another replica.
+func (h *rpcHandler) tie(r *http.Request) (forget func()) {
+	id := strconv.FormatUint(h.lastRequest.Add(1), 10)
+	r.Header.Set(requestHeader, id)
+	h.requests.Store(id, r.Context())
+	return func() { h.requests.Delete(id) }
+}
+
+// errClientGone is the cause of the cancellation of a stateless
+// request's call whose client closed the request (its connection, or the
+// stream of the response).
+var errClientGone = errors.New("the client closed the request")
+
+// cancelWithRequest is the middleware that cancels what a stateless
+// request runs, its tools/call, when its HTTP request's context ends:
+// the client closed the connection or the response's stream.
+func (h *rpcHandler) cancelWithRequest(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		extra := req.GetExtra()
+		if extra == nil || extra.Header == nil {
+			return next(ctx, method, req)
+		}
+		id := extra.Header.Get(requestHeader)
+		if id == "" {
+			return next(ctx, method, req)
+		}
+		v, ok := h.requests.Load(id)
+		if !ok {
+			return next(ctx, method, req)
+		}
+		httpCtx := v.(context.Context)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(httpCtx, func() { cancel(errClientGone) })()
+		return next(ctx, method, req)
 	}
 }
 

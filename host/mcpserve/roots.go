@@ -2,9 +2,11 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,11 @@ import (
 
 // rootsListTimeout bounds a roots/list request to a client.
 const rootsListTimeout = 5 * time.Second
+
+// maxClientRoots bounds the roots of a client's answer that are looked
+// at (each is resolved on the file system, and a refusal logged); those
+// past it are refused.
+const maxClientRoots = 64
 
 // clientRoots asks the clients of an MCP server for their roots, and
 // narrows the workspace roots of each session's tool calls to them
@@ -55,14 +62,58 @@ func (c *clientRoots) changed(_ context.Context, req *mcp.RootsListChangedReques
 	}
 }
 
-// middleware narrows the roots of every tools/call to the client's.
+// middleware narrows the roots of every tools/call of a tool that
+// touches the workspace roots (host.ToolRegistry.TouchesRoots) to the
+// client's. A client of protocol 2026-07-28 or later that offers roots
+// is asked in the call's result (rootsInResult); an older one with
+// roots/list, once per session.
 func (c *clientRoots) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method == "tools/call" {
-			ctx = c.narrow(ctx, ss)
+		call, ok := req.(*mcp.CallToolRequest)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if !ok || method != "tools/call" || ss == nil || call.Params == nil || !c.reg.TouchesRoots(call.Params.Name) {
+			return next(ctx, method, req)
 		}
-		return next(ctx, method, req)
+		if rootsInResult(ss) {
+			answer, ok := call.Params.InputResponses[rootsRequest].(*mcp.ListRootsResult)
+			if !ok {
+				return askRoots()
+			}
+			if paths, narrow := c.paths(answer); narrow {
+				ctx = host.WithRoots(ctx, paths)
+			}
+			return next(ctx, method, req)
+		}
+		return next(c.narrow(ctx, ss), method, req)
 	}
+}
+
+// rootsRequest is the key of the roots/list request that a result asks
+// a client of 2026-07-28 or later to answer (SEP-2322), and of its answer
+// in the call it sends again.
+const rootsRequest = "roots"
+
+// askRoots is the result that asks the client for its roots and to send
+// the call again with them: "resultType": "input_required".
+func askRoots() (*mcp.CallToolResult, error) {
+	// The result's type has no setter: it is set as a result is read.
+	data, err := json.Marshal(map[string]any{
+		"resultType":    "input_required",
+		"inputRequests": mcp.InputRequestMap{rootsRequest: &mcp.ListRootsParams{}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.CallToolResult{}
+	return res, json.Unmarshal(data, res)
+}
+
+// rootsInResult reports whether the session's client speaks protocol
+// 2026-07-28 or later, to which a server sends no request but asks in a
+// call's result, and offers roots (in the request's _meta).
+func rootsInResult(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= firstSessionless && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
 }
 
 // narrow returns ctx with the session's client roots, if its client
@@ -122,11 +173,25 @@ func (c *clientRoots) ask(ctx context.Context, ss *mcp.ServerSession) ([]string,
 		logger.Warn("the MCP client did not list its roots; its session keeps the workspace roots", "error", err)
 		return nil, false
 	}
-	if len(res.Roots) == 0 {
+	return c.paths(res)
+}
+
+// paths returns the paths of the file:// roots of a client's answer, and
+// whether they narrow the workspace roots: an answer that lists no roots
+// leaves them as they are. Its roots that are refused (past the first
+// maxClientRoots too), and those that narrowing drops, are logged.
+func (c *clientRoots) paths(res *mcp.ListRootsResult) ([]string, bool) {
+	if res == nil || len(res.Roots) == 0 {
 		return nil, false
 	}
+	logger := c.reg.Logger()
+	roots := res.Roots
+	if len(roots) > maxClientRoots {
+		logger.Warn("refusing the MCP client's roots past the first "+strconv.Itoa(maxClientRoots), "roots", len(roots))
+		roots = roots[:maxClientRoots]
+	}
 	paths := []string{}
-	for _, root := range res.Roots {
+	for _, root := range roots {
 		if root == nil {
 			continue
 		}

@@ -68,8 +68,10 @@ type Options struct {
 	// that any replica behind a load balancer can answer any request.
 	// Clients of versions before 2026-07-28 then lose server-to-client
 	// notifications outside a request, server-to-client requests (their
-	// roots are not asked for, nor their approval of a call) and
-	// per-session state.
+	// roots are not asked for, nor their approval of a call), per-session
+	// state and notifications/cancelled, which comes in a request of its
+	// own that names no client: their call is canceled only when they
+	// close the request it came in.
 	Stateless bool
 
 	// ApprovalTimeout bounds how long a call that the registry's
@@ -88,18 +90,28 @@ type Options struct {
 // registered or gone changes the list, and the clients get
 // notifications/tools/list_changed. Every tools/call runs through the
 // registry: a tool that fails, is unknown or is disabled answers an
-// error result, worded as the registry words it. The server declares
+// error result, worded as the registry words it. A result of an MCP
+// server's tool has its content as the server gave it (images, audio,
+// resource links, embedded resources; see host.Result.Content).
+//
+// With MCP servers in the registry, the server also passes on their
+// prompts, resources, resource templates and completions, what they say
+// during a call (progress, log messages) and what they ask of the client
+// in front (sampling, elicitation); see gateway. Without, it declares
 // tools only: the methods of resources, prompts, logging and completion
 // are not found.
 //
 // A client that declares the roots capability is asked for its roots
-// (roots/list) before its session's first tools/call, and again after
-// each notifications/roots/list_changed; its file:// roots narrow the
-// registry's workspace roots for that session's calls, never widen them
-// (see [host.WithRoots]). A client that lists no roots, or does not
-// answer within 5 s, keeps the workspace roots, and so do sessions that
-// cannot answer the server's requests (Stateless, protocol 2026-07-28
-// and later). Roots refused are logged to the registry's logger.
+// before a tools/call of a tool that touches the workspace roots
+// (host.ToolRegistry.TouchesRoots): with roots/list before its session's
+// first such call, and again after each notifications/roots/list_changed;
+// from protocol 2026-07-28 on, in the call's result (input_required),
+// which the client answers by sending the call again with its roots. Its
+// file:// roots narrow the registry's workspace roots for those calls,
+// never widen them (see [host.WithRoots]). A client that lists no roots,
+// or does not answer within 5 s, keeps the workspace roots, and so do
+// sessions before 2026-07-28 that cannot answer the server's requests
+// (Stateless). Roots refused are logged to the registry's logger.
 //
 // Every tools/call passes the registry's interceptors (see
 // host.Interceptor) with a context that names its caller (host.WithCaller:
@@ -171,6 +183,7 @@ func New(reg *host.ToolRegistry, opts *Options) *Server {
 	s.server.AddReceivingMiddleware(s.gate.middleware(), markStateless(s.opts.Stateless))
 	s.rpc = newRPCHandler(s.server, &s.opts)
 	s.rpc.gate = s.gate
+	s.server.AddReceivingMiddleware(s.rpc.cancelWithRequest)
 	s.handler = checkLocalOrigin(s.opts.AllowOrigins, requireToken(s.opts.Token, s.rpc))
 	return s
 }
@@ -365,16 +378,25 @@ func newMCPServer(reg *host.ToolRegistry, impl *mcp.Implementation, asks *approv
 		impl = &mcp.Implementation{Name: "agenthost", Version: buildinfo.Version()}
 	}
 	roots := newClientRoots(reg)
-	server = mcp.NewServer(impl, &mcp.ServerOptions{
-		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	gw := &gateway{reg: reg, on: reg.HasMCPServers()}
+	serverOpts := &mcp.ServerOptions{
+		Capabilities:            gw.capabilities(),
 		RootsListChangedHandler: roots.changed,
-	})
+	}
+	gw.options(serverOpts)
+	server = mcp.NewServer(impl, serverOpts)
+	gw.server = server
+	server.AddSendingMiddleware(gw.sending)
 	g := &offer{reg: reg, server: server}
 	g.sync()
-	stop = reg.OnChange(g.sync)
-	server.AddReceivingMiddleware(roots.middleware, asks.middleware, func(next mcp.MethodHandler) mcp.MethodHandler {
+	stopTools, stopGateway := reg.OnChange(g.sync), gw.follow()
+	stop = func() {
+		stopTools()
+		stopGateway()
+	}
+	server.AddReceivingMiddleware(roots.middleware, asks.middleware, gw.middleware, func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if undeclared[method] {
+			if undeclared[method] && !gw.serves(method) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %s (agenthost serves tools only)", method)}
 			}
 			call, ok := req.(*mcp.CallToolRequest)
@@ -401,7 +423,8 @@ func newMCPServer(reg *host.ToolRegistry, impl *mcp.Implementation, asks *approv
 }
 
 // undeclared are the methods of the capabilities agenthost does not
-// declare: it serves tools only. The SDK would answer them all the same.
+// declare when it serves tools only (a registry without MCP servers; see
+// gateway.serves). The SDK would answer them all the same.
 var undeclared = map[string]bool{
 	"logging/setLevel":         true,
 	"resources/list":           true,
@@ -547,6 +570,10 @@ func callTool(ctx context.Context, reg *host.ToolRegistry, req *mcp.CallToolRequ
 	res := &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: result.Text}},
 		IsError: result.IsError,
+	}
+	if result.Content != nil && !result.IsError {
+		// The parts as the tool's MCP server gave them.
+		res.Content = callContent(result.Content, req.ProtocolVersion())
 	}
 	if result.Structured != nil {
 		res.StructuredContent = result.Structured

@@ -1,7 +1,9 @@
 // Package mcpsource is the protocol side of an MCP server used as a
 // source of tools: it connects to the server as an MCP client (the
 // official Go SDK underneath), lists the server's tools and calls them,
-// turning each result into the one text a model reads.
+// turning each result into the one text a model reads (and keeping its
+// content blocks beside it, Result.Content, for those who take more). It
+// also lists, gets and reads the server's prompts and resources.
 //
 // Starting the server's process, its sandbox, restarts and the tool
 // registry are the host's business; this package only speaks the
@@ -51,8 +53,18 @@
 // (10,000 tools in at most 1,000 pages, and a page cursor may not repeat),
 // a log message (16 KiB) and an error message (4 KiB).
 //
-// The client declares no capabilities (no roots, sampling or
-// elicitation: it has none to offer) and asks for protocol version
-// 2025-11-25 with the initialize handshake, which every server in use
-// speaks; a server that only speaks an older version negotiates it down.
+// A remote server that asks for an OAuth 2.1 login is logged in to with
+// Login, which stores the token (Tokens); HTTPAuth and SSEAuth send it,
+// renew it, and fail a request the server refuses with an *AuthError
+// that says to log in. They never open a browser.
+//
+// The client declares the roots capability when Options.Roots offers
+// roots (the directories the server may work in, as file:// URIs, which
+// SetRoots changes with notifications/roots/list_changed), sampling and
+// elicitation when Options.Sampling and Options.Elicitation ask (the
+// server's requests go to the client in front of the call they come
+// during, Peer, with its progress and log messages), and asks for
+// protocol version 2025-11-25 with the initialize handshake, which every
+// server in use speaks; a server that only speaks an older version
+// negotiates it down.
 package mcpsource

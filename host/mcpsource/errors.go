@@ -88,6 +88,11 @@ func classify(ctx context.Context, done <-chan struct{}, err error) *failure {
 			return &failure{"the request was canceled", []error{ctx.Err()}}
 		}
 	}
+	var authErr *AuthError
+	if errors.As(err, &authErr) {
+		// A refusal for want of authorization says what to do itself.
+		return &failure{authErr.Error(), []error{err}}
+	}
 	if closedConnection(err) {
 		return &failure{"the connection to the server is closed", []error{mcp.ErrConnectionClosed, err}}
 	}

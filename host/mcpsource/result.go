@@ -98,3 +98,34 @@ func media(kind string, size int, mimeType string) string {
 	}
 	return line + "]"
 }
+
+// resultParts is a result's content as the server sent it, for those who
+// take more than text: nil when the text says all of it (no content, or
+// one text block without annotations or _meta), else every block but the
+// tool-use and tool-result blocks that belong to sampling, not to a
+// tool's result. It is an error when the blocks' text and data, with
+// text, the result's text, come to more than max bytes.
+func resultParts(res *mcp.CallToolResult, text string, max int) ([]mcp.Content, error) {
+	if len(res.Content) == 0 {
+		return nil, nil
+	}
+	if len(res.Content) == 1 {
+		if c, ok := res.Content[0].(*mcp.TextContent); ok && c.Annotations == nil && len(c.Meta) == 0 {
+			return nil, nil
+		}
+	}
+	parts := make([]mcp.Content, 0, len(res.Content))
+	size := len(text)
+	for _, c := range res.Content {
+		switch c.(type) {
+		case *mcp.ToolUseContent, *mcp.ToolResultContent:
+			continue
+		}
+		size += contentSize(c)
+		parts = append(parts, c)
+	}
+	if size > max {
+		return nil, fmt.Errorf("the result's content is %d bytes, more than the limit of %d bytes", size, max)
+	}
+	return parts, nil
+}

@@ -77,8 +77,25 @@ type Options struct {
 	// Nil ignores the notification.
 	OnToolsChanged func()
 
+	// OnPromptsChanged and OnResourcesChanged are called when the server
+	// sends notifications/prompts/list_changed or
+	// notifications/resources/list_changed, and OnResourceUpdated with
+	// the URI of its notifications/resources/updated, as OnToolsChanged
+	// is called. Nil ignores the notification.
+	OnPromptsChanged   func()
+	OnResourcesChanged func()
+	OnResourceUpdated  func(uri string)
+
+	// Sampling and Elicitation declare the client's capabilities of those
+	// names (elicitation in form mode): the server's requests go to the
+	// client in front of the calls in flight (see Peer), and are answered
+	// "not supported" when there is none that offers them.
+	Sampling, Elicitation bool
+
 	// MaxResult bounds the text of one call's result, in bytes: a larger
-	// result is an error saying so. Zero means 64 MiB.
+	// result is an error saying so. Zero means 64 MiB. It bounds too the
+	// text and data of the content blocks of a result (Result.Content)
+	// with its text.
 	MaxResult int
 
 	// MaxTools and MaxListBytes bound a list of tools (Tools): how many,
@@ -88,6 +105,15 @@ type Options struct {
 	// and 64 MiB.
 	MaxTools     int
 	MaxListBytes int
+
+	// Roots, when not nil, declares the roots capability (with
+	// listChanged) and offers these directories, absolute paths, as the
+	// roots the server may work in: it asks for them with roots/list and
+	// gets them as file:// URIs. SetRoots changes them. Nil declares no
+	// roots. A call made as the session begins waits for the server to
+	// take them: until 50 ms after its first roots/list was answered,
+	// or, if it has not asked, until 200 ms after the session began.
+	Roots []string
 }
 
 // Session is a connection to one MCP server, initialized and ready for
@@ -99,6 +125,10 @@ type Session struct {
 	maxTools  int
 	maxBytes  int
 	done      chan struct{}
+	// fronts are the calls in flight and who is in front of them (Peer).
+	fronts fronts
+	// roots are the roots offered to the server (Options.Roots).
+	roots roots
 	// life ends when Close is called, and with it every request under
 	// way: the SDK's own Close would wait for them.
 	life context.Context
@@ -119,7 +149,8 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 		name = "agenthost"
 	}
 	onToolsChanged := opts.OnToolsChanged
-	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: opts.Version}, &mcp.ClientOptions{
+	s := &Session{t: t, maxResult: opts.MaxResult, maxTools: opts.MaxTools, maxBytes: opts.MaxListBytes, done: make(chan struct{})}
+	clientOpts := &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			if onToolsChanged != nil {
@@ -128,14 +159,25 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			logMessage(logger, req.Params)
+			s.fronts.logged(req.Params)
 		},
-	})
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			s.fronts.progressed(req.Params)
+		},
+	}
+	s.watch(clientOpts, opts)
+	s.fronts.countReads(t)
+	declareRoots(clientOpts, opts)
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: opts.Version}, clientOpts)
+	s.receive(client, opts)
+	s.roots.offer(client, opts)
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
 		return nil, describe(ctx, t, nil, "the handshake with the server failed", err)
 	}
-	life, end := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Session{cs: cs, t: t, maxResult: opts.MaxResult, maxTools: opts.MaxTools, maxBytes: opts.MaxListBytes, done: make(chan struct{}), life: life, end: end}
+	s.cs = cs
+	s.roots.begin()
+	s.life, s.end = context.WithCancel(context.WithoutCancel(ctx))
 	if s.maxResult <= 0 {
 		s.maxResult = defaultMaxResult
 	}
@@ -151,6 +193,7 @@ func Connect(ctx context.Context, t mcp.Transport, opts Options) (*Session, erro
 	}()
 	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
 		level := wantedLevel(logger)
+		s.fronts.logging, s.fronts.level = true, level
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 			if ctx.Err() != nil || closedConnection(err) {
 				s.Close()
@@ -261,12 +304,25 @@ type Result struct {
 	// Structured is the result's structuredContent as the server sent it
 	// (re-encoded), or nil when it sent none. It is not checked here.
 	Structured json.RawMessage
+	// Content is the result's content blocks as the server sent them
+	// (images, audio, resource links, embedded resources, text), for
+	// those who take more than Text; nil when Text says all of it: no
+	// content, or one text block without annotations or _meta.
+	Content []mcp.Content
 }
 
 // CallResult is Call, returning the result's structured content too.
 // The text and the structured content together are bounded by
 // Options.MaxResult.
 func (s *Session) CallResult(ctx context.Context, name string, args json.RawMessage) (Result, error) {
+	return s.CallFor(ctx, name, args, nil)
+}
+
+// CallFor is CallResult for a call that peer is in front of (see Peer;
+// nil for none): what the server asks or says during the call goes to
+// it.
+func (s *Session) CallFor(ctx context.Context, name string, args json.RawMessage, peer *Peer) (Result, error) {
+	s.roots.settle(ctx)
 	var arguments any = map[string]any{}
 	if len(args) > 0 {
 		if !isObject(args) {
@@ -276,7 +332,19 @@ func (s *Session) CallResult(ctx context.Context, name string, args json.RawMess
 	}
 	ctx, stop := s.bind(ctx)
 	defer stop()
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	params := &mcp.CallToolParams{Name: name, Arguments: arguments}
+	token, end := s.fronts.begin(ctx, peer)
+	defer end()
+	if token != "" {
+		params.SetProgressToken(token)
+	}
+	if peer != nil && peer.Log != nil && peer.LogLevel != "" {
+		s.lowerLevel(ctx, peer.LogLevel)
+	}
+	res, err := s.cs.CallTool(ctx, params)
+	if peer != nil && (peer.Log != nil && s.fronts.logging || peer.Progress != nil) {
+		s.fronts.settle()
+	}
 	if err != nil {
 		return Result{}, describe(ctx, s.t, s.done, "", err)
 	}
@@ -284,7 +352,11 @@ func (s *Session) CallResult(ctx context.Context, name string, args json.RawMess
 	if err != nil {
 		return Result{}, err
 	}
-	out := Result{Text: text, IsError: res.IsError}
+	parts, err := resultParts(res, text, s.maxResult)
+	if err != nil {
+		return Result{}, err
+	}
+	out := Result{Text: text, IsError: res.IsError, Content: parts}
 	if res.StructuredContent != nil && !res.IsError {
 		structured, err := json.Marshal(res.StructuredContent)
 		if err != nil {

@@ -48,6 +48,10 @@ type Transport struct {
 	// writes such a line is broken.
 	Answer bool
 
+	// Seen, when set, is called with each message a Read returns, on the
+	// goroutine that reads, before it returns it.
+	Seen func(jsonrpc.Message)
+
 	// broken is the first reason a Read ended the session: a line too
 	// long, one that is not a message (see Broken).
 	broken atomic.Pointer[error]
@@ -106,6 +110,15 @@ func (c *stdioConn) SessionID() string { return "" }
 // Read returns the next message. Close makes a Read under way return
 // io.EOF, provided that closing r ends it, as it does for a pipe.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.read(ctx)
+	if err == nil && c.t.Seen != nil {
+		c.t.Seen(msg)
+	}
+	return msg, err
+}
+
+// read is Read, but for Transport.Seen.
+func (c *stdioConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@
 // hint saying how to install it; it is never skipped.
 //
 // The commands run node on a package's entry file directly, so no test
-// needs npm, npx or the network.
+// needs npm, npx or the network. Registry serves the installed packages
+// as an npm registry on 127.0.0.1, for a test that has npx install them,
+// without the network all the same.
 package mcptest
 
 import (

@@ -1,10 +1,14 @@
 #!/bin/sh
 # Runs the official MCP conformance suite (its server scenarios) against
 # agenthost mcp --http, with the Node 22 that npm installed beside it.
+# agenthost fronts the conformance server of the MCP Go SDK (the module's
+# conformance/everything-server, built here with go), which implements
+# every scenario: a configuration file names it as an mcpServers entry,
+# without a prefix, so that the names are those the scenarios call.
 # Usage: sh run.sh [AGENTHOST] (default ../../bin/agenthost; run make build
-# first). The scenarios that need what a tools-only server does not offer
-# are listed, each with its reason, in expected-failures.yml; any other
-# failure, and any listed scenario that passes, fails the run.
+# first). The scenarios that cannot pass through agenthost are listed,
+# each with its reason, in expected-failures.yml; any other failure, and
+# any listed scenario that passes, fails the run.
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
 agenthost="${1:-$here/../../bin/agenthost}"
@@ -13,10 +17,16 @@ suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 [ -x "$node" ] || { echo "run npm ci in $here first" >&2; exit 1; }
 
 work="$(mktemp -d)"
+pid=""
+trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 log="$work/agenthost.log"
-"$agenthost" mcp --http 127.0.0.1:0 --root "$work" --cache-dir - 2>"$log" &
+(cd "$here/../.." && go build -o "$work/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
+mkdir "$work/plugins"
+cat >"$work/config.json" <<EOF
+{"mcpServers": {"everything": {"command": "$work/everything-server"}}}
+EOF
+"$agenthost" mcp --http 127.0.0.1:0 --config "$work/config.json" --plugins "$work/plugins" --root "$work" --cache-dir - 2>"$log" &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 url=""
 for _ in $(seq 100); do

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,82 +32,13 @@ func (l QuietLogger) Log(level hclog.Level, msg string, args ...any) {
 	l.Logger.Debug(msg, args...)
 }
 
-// LastLine remembers the last non-empty line a plugin wrote to stderr, so
-// that a plugin that dies at start-up can be reported with its last words.
-// Lines of hclog's JSON format count only at warn or error level. When a
-// line says it is an error ("Error: ...", "panic: ..."), that line is the
-// one remembered: runtimes print a stack and a banner after it (Node's
-// "    at ...", "Node.js v20"), which say nothing of the cause. It also
-// notes whether the plugin refused the handshake cookie, as a go-plugin
-// plugin of another program does.
-type LastLine struct {
-	mu      sync.Mutex
-	line    string
-	errLine string
-	cookie  bool
-}
-
-// cookieRefused starts what go-plugin's server prints, and then exits,
-// when the handshake cookie is not the one it was built with.
-const cookieRefused = "This binary is a plugin. These are not meant to be executed directly."
-
-// errorLine reports whether a line of stderr states an error.
-func errorLine(s string) bool {
-	return strings.Contains(s, "Error:") || strings.Contains(s, "error:") ||
-		strings.HasPrefix(s, "panic:") || strings.Contains(s, "Exception:")
-}
-
-func (l *LastLine) Write(p []byte) (int, error) {
-	for raw := range strings.SplitSeq(string(p), "\n") {
-		l.note(parseLogLine([]byte(raw), nil))
-	}
-	return len(p), nil
-}
-
-// note remembers a line of stderr, as parseLogLine read it.
-func (l *LastLine) note(e logEntry) {
-	s := e.text
-	if e.json {
-		s = ""
-		if e.level == hclog.Warn || e.level == hclog.Error {
-			s = strings.TrimSpace(e.msg)
-		}
-	}
-	if s == "" {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.line = s
-	if errorLine(s) {
-		l.errLine = s
-	}
-	if strings.HasPrefix(s, cookieRefused) {
-		l.cookie = true
-	}
-}
-
-func (l *LastLine) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.errLine != "" {
-		return l.errLine
-	}
-	return l.line
-}
-
-func (l *LastLine) refusedCookie() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cookie
-}
-
 // maxLogLine bounds a line of a plugin's stderr, as go-plugin's reader of
 // it does: a longer line is logged in pieces, at debug level.
 const maxLogLine = 64 << 10
 
 // LogStderr logs what a plugin writes to its stderr to logger, line
-// by line, and notes its last words in tail, until stderr ends.
+// by line, and notes its last words in tail (see Words), until stderr
+// ends.
 //
 // It takes the place of go-plugin's reader of a plugin's stderr, and reads
 // the same lines the same way (see parseLogLine), without two faults of
@@ -118,7 +48,7 @@ const maxLogLine = 64 << 10
 // (2026-11-23T10:00:00.123Z), the line was logged whole at debug level,
 // its own level lost. And it takes "@message" and "@level" for strings
 // without checking: a plugin that wrote a number there crashed the host.
-func LogStderr(logger hclog.Logger, r io.Reader, tail *LastLine) {
+func LogStderr(logger hclog.Logger, r io.Reader, tail *Words) {
 	br := bufio.NewReaderSize(r, maxLogLine)
 	var inPanic, continued bool
 	for {
@@ -245,8 +175,9 @@ func logLevel(s string) hclog.Level {
 }
 
 // StartupExit says, of a process that exited before its handshake, how it
-// ended and its last words: "it exited during start-up (exit status 1):
-// LAST LINE". It reports false while the process runs.
+// ended and its last words (Words): "it exited during start-up (exit
+// status 1): Error: Cannot find package 'zod' | ...". It reports false
+// while the process runs.
 func (r *Runner) StartupExit() (string, bool) {
 	dead, how := r.Exited()
 	if !dead {
@@ -256,11 +187,7 @@ func (r *Runner) StartupExit() (string, bool) {
 	if how != nil {
 		msg += " (" + how.Error() + ")"
 	}
-	// Its last words are complete once its output has been read out.
-	select {
-	case <-r.finished:
-	case <-time.After(time.Second):
-	}
+	r.readOut()
 	switch last := r.tail.String(); {
 	case r.tail.refusedCookie():
 		msg += fmt.Sprintf(": it refused the handshake cookie %s=%s (go-plugin's %q): it is a plugin of another program, or expects another cookie",
@@ -269,4 +196,38 @@ func (r *Runner) StartupExit() (string, bool) {
 		msg += ": " + last
 	}
 	return msg, true
+}
+
+// readOut waits, a second at most, until the output of a process that
+// exited has been read out: then its last words are complete.
+func (r *Runner) readOut() {
+	select {
+	case <-r.finished:
+	case <-time.After(time.Second):
+	}
+}
+
+// Ready says the process completed its handshake: what it wrote to its
+// stderr until then does not explain how it ends (see LastWords).
+func (r *Runner) Ready() { r.tail.Mark() }
+
+// LastWords are the last words (Words) of a process that exited, written
+// since Ready: "" when it wrote nothing worth reading, or still runs.
+func (r *Runner) LastWords() string {
+	if dead, _ := r.Exited(); !dead {
+		return ""
+	}
+	r.readOut()
+	return r.tail.String()
+}
+
+// StderrLines are the lines Words kept of the process's stderr since
+// Ready (all of them before), oldest first, as written: for reading
+// what went wrong, not for showing as they are. Of a process that
+// exited, they are complete.
+func (r *Runner) StderrLines() []string {
+	if dead, _ := r.Exited(); dead {
+		r.readOut()
+	}
+	return r.tail.Lines()
 }

@@ -72,7 +72,7 @@ type Runner struct {
 	finished chan struct{} // closed once its output is read to the end, or given up on
 	mu       sync.Mutex    // guards reaped against signals to the group
 	reaped   bool
-	tail     LastLine // the last line it wrote to stderr
+	tail     Words // what it wrote to stderr that says why it failed
 
 	// handshake: stdout starts with go-plugin's handshake line, which is
 	// checked (checkHandshake); badLine says what was wrong with it, under
@@ -254,10 +254,11 @@ func (r *Runner) drainUnread(drained <-chan struct{}) bool {
 
 // copyOut feeds go-plugin's end from the process's pipe until either ends,
 // and tail too when it is not nil.
-func copyOut(w *io.PipeWriter, f *os.File, tail io.Writer) {
+func copyOut(w *io.PipeWriter, f *os.File, tail *Words) {
 	var dst io.Writer = w
 	if tail != nil {
 		dst = io.MultiWriter(tail, w)
+		defer tail.flush()
 	}
 	_, err := io.Copy(dst, f)
 	if errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {

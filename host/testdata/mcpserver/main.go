@@ -1,10 +1,12 @@
 // Command mcpserver is an MCP server over stdio whose tools misbehave on
 // request, for the host's tests of MCP servers as tool sources: it
-// crashes, sleeps past deadlines, spawns children (one in a session of
-// its own, to outlive it), reads files the sandbox may forbid, sends
-// datagrams, dials unix sockets and changes its list of tools; one of
-// its tools has structured results, and another breaks its output
-// schema.
+// crashes (with last words on stderr, or none), sleeps past deadlines,
+// spawns children (one in a session of its own, to outlive it), reads
+// files the sandbox may forbid, sends datagrams, dials unix sockets and
+// changes its list of tools; one of its tools has structured results,
+// and another breaks its output schema. Others answer with an image of
+// any size, ask the client's model (sampling), log and report progress
+// during a call, and add a prompt and a resource.
 package main
 
 import (
@@ -39,6 +41,10 @@ type pathIn struct {
 
 type none struct{}
 
+type bytesIn struct {
+	Bytes int `json:"bytes"`
+}
+
 type countOut struct {
 	Words int `json:"words"`
 }
@@ -48,6 +54,8 @@ func text(s string) *mcp.CallToolResult {
 }
 
 func main() {
+	// MCPSERVER_STDERR is written to stderr at start.
+	fmt.Fprint(os.Stderr, os.Getenv("MCPSERVER_STDERR"))
 	// MCPSERVER_TOOLS=N,SIZE lists N more tools, each with a description
 	// of SIZE bytes, a page of 10 at a time.
 	pageSize := 0
@@ -58,7 +66,9 @@ func main() {
 		size, _ = strconv.Atoi(sz)
 		pageSize = 10
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "hostile-mcp", Version: "0.1.0"}, &mcp.ServerOptions{PageSize: pageSize})
+	// It declares prompts and resources, which it has none of until the
+	// tool offer adds them.
+	server := mcp.NewServer(&mcp.Implementation{Name: "hostile-mcp", Version: "0.1.0"}, &mcp.ServerOptions{PageSize: pageSize, HasPrompts: true, HasResources: true})
 	for i := range extra {
 		mcp.AddTool(server, &mcp.Tool{Name: fmt.Sprintf("extra%d", i), Description: strings.Repeat("d", size)},
 			func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
@@ -78,6 +88,12 @@ func main() {
 			r := text(in.Text)
 			r.IsError = true
 			return r, nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "die", Description: "Write the text to stderr, and exit mid-call."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			fmt.Fprint(os.Stderr, in.Text)
+			os.Exit(3)
+			return nil, nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "crash", Description: "Exit mid-call."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
@@ -203,6 +219,48 @@ func main() {
 		r.StructuredContent = map[string]any{"words": "two"}
 		return r, nil
 	})
+	// What a server asks and says during a call, which agenthost mcp
+	// passes on to the client in front of it.
+	mcp.AddTool(server, &mcp.Tool{Name: "big-image", Description: "An image of the given number of bytes."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in bytesIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: make([]byte, in.Bytes), MIMEType: "image/png"}}}, nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "ask", Description: "Ask the client's model the text (sampling), and answer what it said, or why it could not."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Text}}}})
+			if err != nil {
+				return text("refused: " + err.Error()), nil, nil
+			}
+			answer, _ := res.Content.(*mcp.TextContent)
+			if answer == nil {
+				return text("an answer without text"), nil, nil
+			}
+			return text("the model said: " + answer.Text), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "chatter", Description: "Log a debug, an info and a warning message, and report progress 1, 2, 3 of 3."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			for _, level := range []mcp.LoggingLevel{"debug", "info", "warning"} {
+				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: level, Logger: "chatter", Data: "a " + string(level) + " message"})
+			}
+			if token := req.Params.GetProgressToken(); token != nil {
+				for i := 1; i <= 3; i++ {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3})
+				}
+			}
+			return text("chattered"), nil, nil
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "offer", Description: "Add a prompt and a resource (test://TEXT) named text, and say so to the client."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			server.AddPrompt(&mcp.Prompt{Name: in.Text}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "the prompt " + in.Text}}}}, nil
+			})
+			uri := "test://" + in.Text
+			server.AddResource(&mcp.Resource{URI: uri, Name: in.Text}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: "the resource " + in.Text}}}, nil
+			})
+			return text("offered"), nil, nil
+		})
 	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "mcpserver:", err)
 		os.Exit(1)
