@@ -66,10 +66,12 @@ TEST_BIN := $(or $(TMPDIR),/tmp)/agenthost-test-binaries-$(shell printf '%s' '$(
 prereqs:
 	@sh .ci/prereqs
 
+# Four packages' tests at once, on two cores: many of them wait on the
+# processes they start, and the waits overlap.
 test: prereqs $(MCP_SERVERS)/node_modules/.package-lock.json $(NODE_EXAMPLE)/node_modules/.package-lock.json
 	$(GO) vet ./...
 	$(GO) build -o $(TEST_BIN)/ $(TEST_BINARIES)
-	AGENTHOST_TEST_BINARIES=$(TEST_BIN) $(GO) test -race ./...
+	AGENTHOST_TEST_BINARIES=$(TEST_BIN) $(GO) test -race -p 4 ./...
 
 # test-launchers runs the tests of MCP servers that npx installs and
 # starts from empty caches (from a registry served locally out of
