@@ -2,9 +2,11 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -326,8 +328,10 @@ func (r *ToolRegistry) MCPGetPrompt(ctx context.Context, name string, args map[s
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt " + textsafe.Name(name)}
 		}
 	}
-	return onServer(ctx, route.source, wantPrompts, func(ctx context.Context, _ *toolSource, inst *instance) (*mcp.GetPromptResult, error) {
-		return inst.mcp.GetPrompt(ctx, route.remote, args)
+	return intercepted(ctx, r, route.source, "prompts/get", map[string]any{"name": name, "arguments": args}, func(ctx context.Context) (*mcp.GetPromptResult, error) {
+		return onServer(ctx, route.source, wantPrompts, func(ctx context.Context, _ *toolSource, inst *instance) (*mcp.GetPromptResult, error) {
+			return inst.mcp.GetPrompt(ctx, route.remote, args)
+		})
 	})
 }
 
@@ -404,9 +408,46 @@ func (r *ToolRegistry) MCPReadResource(ctx context.Context, uri string) (*mcp.Re
 	if p == nil {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	return onServer(ctx, p, wantResources, func(ctx context.Context, _ *toolSource, inst *instance) (*mcp.ReadResourceResult, error) {
-		return inst.mcp.ReadResource(ctx, uri)
+	return intercepted(ctx, r, p, "resources/read", map[string]any{"uri": uri}, func(ctx context.Context) (*mcp.ReadResourceResult, error) {
+		return onServer(ctx, p, wantResources, func(ctx context.Context, _ *toolSource, inst *instance) (*mcp.ReadResourceResult, error) {
+			return inst.mcp.ReadResource(ctx, uri)
+		})
 	})
+}
+
+// codeDenied is the JSON-RPC error code of a request the registry's
+// interceptors refused (a policy's denial).
+const codeDenied = -31002
+
+// intercepted runs a request for what a server serves besides tools (a
+// resource read, a prompt) through the registry's interceptors, as a
+// call named what (resources/read, prompts/get) of the server's source,
+// with args as its arguments: a policy decides it (mcp:SERVER rules, and
+// mcp:SERVER(uri=GLOB)), and a record has it, as for a tool. A request
+// an interceptor refuses is a *jsonrpc.Error with its text.
+func intercepted[T any](ctx context.Context, r *ToolRegistry, p *toolSource, what string, args any, run func(context.Context) (T, error)) (T, error) {
+	var out T
+	var runErr error
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return out, err
+	}
+	call := &Call{Tool: what, Source: p.name, Args: raw, Annotations: Annotations{ReadOnly: true}, Roots: slices.Clone(r.roots)}
+	call.Caller, _ = ctx.Value(callerKey{}).(string)
+	res := r.intercept(ctx, call, func(ctx context.Context, _ *Call) Result {
+		if out, runErr = run(ctx); runErr != nil {
+			return Result{Text: failure(what, runErr), IsError: true}
+		}
+		return Result{}
+	})
+	switch {
+	case runErr != nil:
+		return out, runErr
+	case res.IsError:
+		var none T
+		return none, &jsonrpc.Error{Code: codeDenied, Message: res.Text}
+	}
+	return out, nil
 }
 
 // resourceSource finds the server of the resource at uri: the one that
