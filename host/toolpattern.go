@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agenthost/agenthost/internal/textsafe"
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // A toolPattern selects tools the way the permission rules name them
@@ -33,7 +34,7 @@ func parseToolPattern(text string) (toolPattern, error) {
 		if server == "" || strings.ContainsAny(server, "*?[ ") {
 			return p, fmt.Errorf("%s: want mcp:SERVER or mcp:SERVER/TOOL, with a server's name", textsafe.Name(text))
 		}
-		if hasGlob && !validToolGlob(glob) {
+		if hasGlob && !toolcall.ValidGlob(glob) {
 			return p, fmt.Errorf("%s: %s is not a tool name or a glob over tool names (letters, digits, _, -, * and ?)", textsafe.Name(text), textsafe.Name(glob))
 		}
 		p.source, p.glob = MCPSourcePrefix+server, glob
@@ -43,23 +44,11 @@ func parseToolPattern(text string) (toolPattern, error) {
 		p.exact = true
 		return p, nil
 	}
-	if !validToolGlob(text) {
+	if !toolcall.ValidGlob(text) {
 		return p, fmt.Errorf("%s is not a tool name or a glob over tool names (letters, digits, _, -, * and ?)", textsafe.Name(text))
 	}
 	p.glob = text
 	return p, nil
-}
-
-// validToolGlob accepts what a tool's name may hold, and * and ?.
-func validToolGlob(s string) bool {
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '*', c == '?':
-		default:
-			return false
-		}
-	}
-	return s != ""
 }
 
 // matches reports whether the pattern selects the tool registered as

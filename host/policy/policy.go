@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/agenthost/agenthost/internal/toolcall"
 )
 
 // Effect is what a rule, or a policy, decides of a call.
@@ -103,12 +105,12 @@ func Parse(text string) (Rule, error) {
 		if server == "" || strings.ContainsAny(server, "*?[ ") {
 			return r, fmt.Errorf("rule %q: want mcp:SERVER or mcp:SERVER/TOOL, with a server's name", text)
 		}
-		if hasTool && !validToolGlob(tool) {
+		if hasTool && !toolcall.ValidGlob(tool) {
 			return r, fmt.Errorf("rule %q: %q is not a tool name or a glob over tool names", text, tool)
 		}
 		r.Source, r.Tool = "mcp:"+server, tool
 	} else {
-		if !validToolGlob(s) {
+		if !toolcall.ValidGlob(s) {
 			return r, fmt.Errorf("rule %q: %q is not a tool name or a glob over tool names", text, s)
 		}
 		r.Tool = s
@@ -139,17 +141,6 @@ func Parse(text string) (Rule, error) {
 		}
 	}
 	return r, nil
-}
-
-func validToolGlob(s string) bool {
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '*', c == '?':
-		default:
-			return false
-		}
-	}
-	return s != ""
 }
 
 // Call is what the policy reads of a call.

@@ -20,3 +20,16 @@ func ValidName(name string) bool {
 	}
 	return true
 }
+
+// ValidGlob reports whether s is a glob over tool names: what a tool's
+// name may hold, and * and ?; not empty.
+func ValidGlob(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '*', c == '?':
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
